@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Google Benchmark suite: every op x dtype x size of the op table, manual time with fences,
+// counters GB/s, GFLOP/s, AI and roof_frac (decimal units), verified after timing.
+#include "ceilings.hpp"
+#include "op_table.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <memory>
+
+using namespace rooftop;
+using namespace rooftop::harness;
+
+namespace {
+
+void run_op(benchmark::State& state, const OpSpec* spec, DType dtype, std::int64_t n, const Ceilings* ceilings) {
+  Exec exec;
+  OpInstance inst = spec->make(exec, dtype, n, 0x5eed + static_cast<std::uint64_t>(n));
+  inst.run();  // warm-up (first touch, caches)
+  for (auto _ : state) state.SetIterationTime(time_fenced(exec, inst.run));
+  const std::string error = inst.verify();
+  if (!error.empty()) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  // Rates over the manual time: value * iterations / seconds. Values are in 1e9 units, so the
+  // counters read directly as decimal GB/s and GFLOP/s.
+  using C = benchmark::Counter;
+  state.counters["GB/s"] = C(inst.cost.bytes * 1e-9, C::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = C(inst.cost.flops * 1e-9, C::kIsIterationInvariantRate);
+  state.counters["AI"] = C(inst.cost.ai());
+  // roof_frac = roof time / measured time (as in the harness), as a rate of roof seconds.
+  state.counters["roof_frac"] = C(ceilings->roof_seconds(inst.cost, dtype), C::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  Exec exec;
+  std::fprintf(stderr, "rooftop_bench: measuring ceilings (quick)...\n");
+  static const Ceilings ceilings = measure_ceilings(exec, true, [](const std::string&) {});
+  benchmark::AddCustomContext("rooftop_backend", backend_name);
+  benchmark::AddCustomContext("kokkos_version", compat::kokkos_version());
+  benchmark::AddCustomContext("concurrency", std::to_string(compat::concurrency(exec)));
+  benchmark::AddCustomContext("ceiling_dram_gbs", std::to_string(ceilings.dram()));
+  benchmark::AddCustomContext("ceiling_llc_gbs", std::to_string(ceilings.bandwidth_gbs.at("llc")));
+  benchmark::AddCustomContext("ceiling_fp32_gflops", std::to_string(ceilings.peak_gflops_fp32));
+  benchmark::AddCustomContext("ceiling_fp64_gflops", std::to_string(ceilings.peak_gflops_fp64));
+  benchmark::AddCustomContext("launch_overhead_us", std::to_string(ceilings.launch_overhead_us));
+
+  // One table: ops x dtypes x working sets (cache-resident and 8x the last-level cache).
+  for (const OpSpec& spec : op_table())
+    for (DType d : spec.dtypes)
+      for (double ws : {ceilings.llc_bytes / 4, 8 * ceilings.llc_bytes}) {
+        const auto n = static_cast<std::int64_t>(ws / spec.cost(d, 1).bytes);
+        const std::string name = spec.name + "/" + dtype_name(d) + "/n:" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), run_op, &spec, d, n, &ceilings)->UseManualTime()->Unit(benchmark::kMicrosecond);
+      }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Machine ceilings, measured by rooftop's own kernels: main-memory and last-level-cache
+/// bandwidth (STREAM-family kernels), FP32/FP64 peak (independent FMA chains), and kernel
+/// launch overhead (empty kernel).
+#pragma once
+
+#include "../core/backend.hpp"
+#include "../core/random.hpp"
+#include "../core/timer.hpp"
+#include "../kernels/stream.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <fstream>
+
+namespace rooftop::harness {
+
+struct Ceilings {
+  std::map<std::string, double> bandwidth_gbs;  // "dram", "llc", and per kernel "dram_triad", ...
+  double peak_gflops_fp32 = 0;
+  double peak_gflops_fp64 = 0;
+  double launch_overhead_us = 0;
+  double llc_bytes = 0;  // last-level cache size the sweep and the cache roof are based on
+
+  double dram() const { return bandwidth_gbs.at("dram"); }
+  /// Bandwidth roof for a working set: the cache's if it fits in half the last-level cache
+  /// (when a cache ceiling was measured), else main memory's.
+  double bandwidth_for(double working_set_bytes) const {
+    const auto llc = bandwidth_gbs.find("llc");
+    return (llc != bandwidth_gbs.end() && is_cache_resident(working_set_bytes)) ? llc->second : dram();
+  }
+  bool is_cache_resident(double working_set_bytes) const { return working_set_bytes <= 0.5 * llc_bytes; }
+  double peak_for(DType d) const { return d == DType::fp64 ? peak_gflops_fp64 : peak_gflops_fp32; }
+  /// Seconds the roofline allows for an op: max(bytes / bandwidth roof, FLOPs / peak).
+  double roof_seconds(const Cost& cost, DType d) const {
+    return std::max(cost.bytes / (bandwidth_for(cost.bytes) * 1e9), cost.flops / (peak_for(d) * 1e9));
+  }
+};
+
+/// Size of the last-level cache in bytes, from Linux's sysfs (sysconf is wrong on some VMs);
+/// 32 MiB if it cannot be read.
+inline double last_level_cache_bytes() {
+  double largest = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    double value = 0;
+    std::string unit;
+    if (f >> value) {
+      std::getline(f, unit);
+      const double scale = unit == "K" ? 1024.0 : unit == "M" ? 1024.0 * 1024 : 1.0;
+      largest = std::max(largest, value * scale);
+    }
+  }
+  return largest > 0 ? largest : 32.0 * (1 << 20);
+}
+
+/// Independent FMA chains per work item, per backend: enough to cover FMA latency x FMA pipes
+/// (Zen 3: 4 cycles x 2 pipes = 8 registers in flight) with registers to spare.
+template <class T>
+constexpr int fma_chains() {
+  return 12 * static_cast<int>(32 / sizeof(T));  // twelve 256-bit registers
+}
+
+/// Runs `items` work items of fma_chains<T>() independent chains x `iters` FMAs; returns FLOPs.
+/// The chains converge (a < 1) so values stay normal; their sum is written so nothing is dead.
+template <class Exec, class T>
+double run_fma_chains(const Exec& exec, const Kokkos::View<T*, typename Exec::memory_space>& out, int iters) {
+  constexpr int chains = fma_chains<T>();
+  Kokkos::parallel_for(
+      "rooftop::peak_fma", Kokkos::RangePolicy<Exec>(exec, 0, out.extent(0)), KOKKOS_LAMBDA(const std::int64_t i) {
+        T acc[chains];
+        for (int k = 0; k < chains; ++k) acc[k] = T(1) + T(1e-3) * T(k + i % 7);
+        const T a = T(0.9999), b = T(1e-4);
+        for (int it = 0; it < iters; ++it)
+          for (int k = 0; k < chains; ++k) acc[k] = compat::fma(acc[k], a, b);
+        T s = 0;
+        for (int k = 0; k < chains; ++k) s += acc[k];
+        out(i) = s;
+      });
+  return 2.0 * chains * iters * static_cast<double>(out.extent(0));
+}
+
+template <class Exec, class T>
+double measure_peak_gflops(const Exec& exec, bool quick) {
+  const std::int64_t items = std::max(1, compat::concurrency(exec)) * 64;
+  Kokkos::View<T*, typename Exec::memory_space> out("rooftop::peak_out", items);
+  int iters = 1000;
+  double flops = 0;
+  // Grow the work until one run takes >= 20 ms (clock ramp-up and launch cost amortized).
+  for (;;) {
+    double seconds = time_fenced(exec, [&] { flops = run_fma_chains(exec, out, iters); });
+    if (seconds > 0.02 || iters > (1 << 26)) break;
+    iters *= 4;
+  }
+  const Timing t = time_repeated(exec, [&] { flops = run_fma_chains(exec, out, iters); }, 1, quick ? 3 : 7, quick ? 0.1 : 0.4);
+  return flops / t.seconds_min * 1e-9;
+}
+
+/// Best bandwidth (GB/s) of a STREAM-family kernel over arrays of n doubles.
+template <class Exec>
+std::map<std::string, double> measure_stream_bandwidth(const Exec& exec, std::int64_t n, bool quick, const std::string& prefix) {
+  using V = Kokkos::View<double*, typename Exec::memory_space>;
+  V x("rooftop::bw_x", n), y("rooftop::bw_y", n), z("rooftop::bw_z", n);
+  fill_uniform(exec, x, 1, 0.5, 1.5);
+  fill_uniform(exec, y, 2, 0.5, 1.5);
+  fill_uniform(exec, z, 3, 0.5, 1.5);
+  const int reps = quick ? 5 : 20;
+  const double min_seconds = quick ? 0.1 : 0.5;
+  std::map<std::string, double> out;
+  auto best = [&](const char* name, double bytes, const std::function<void()>& f) {
+    const Timing t = time_repeated(exec, f, 2, reps, min_seconds);
+    out[prefix + "_" + name] = bytes / t.seconds_min * 1e-9;
+  };
+  volatile double sink = 0;
+  best("copy", copy_cost<double>(n).bytes, [&] { rooftop::copy(exec, x, z); });
+  best("triad", triad_cost<double>(n).bytes, [&] { rooftop::triad(exec, 0.5, x, y, z); });
+  best("read", dot_cost<double>(n).bytes, [&] { sink = rooftop::dot(exec, x, y); });
+  (void)sink;
+  double top = 0;
+  for (const auto& [name, gbs] : out) top = std::max(top, gbs);
+  out[prefix] = top;
+  return out;
+}
+
+/// Seconds per launch of an empty kernel, averaged over many launches, then fenced.
+template <class Exec>
+double measure_launch_overhead_us(const Exec& exec) {
+  const int launches = 2000;
+  auto empty = [&] {
+    for (int i = 0; i < launches; ++i)
+      Kokkos::parallel_for("rooftop::empty", Kokkos::RangePolicy<Exec>(exec, 0, 1), KOKKOS_LAMBDA(const std::int64_t) {});
+  };
+  const Timing t = time_repeated(exec, empty, 1, 5, 0.05);
+  return t.seconds_median / launches * 1e6;
+}
+
+/// Measures every ceiling. `progress` receives one line per step.
+template <class Exec>
+Ceilings measure_ceilings(const Exec& exec, bool quick, const std::function<void(const std::string&)>& progress) {
+  Ceilings c;
+  c.llc_bytes = last_level_cache_bytes();
+  // Main memory: three arrays totalling 16x the last-level cache, at least 512 MB.
+  const double dram_bytes = std::max(16 * c.llc_bytes, 512e6);
+  progress("main-memory bandwidth (working set " + std::to_string(static_cast<long>(dram_bytes / 1e6)) + " MB)");
+  for (auto& kv : measure_stream_bandwidth(exec, static_cast<std::int64_t>(dram_bytes / 24), quick, "dram")) c.bandwidth_gbs.insert(kv);
+  // Last-level cache: three arrays filling a quarter of it.
+  progress("last-level-cache bandwidth (working set " + std::to_string(static_cast<long>(c.llc_bytes / 4e6)) + " MB)");
+  for (auto& kv : measure_stream_bandwidth(exec, static_cast<std::int64_t>(c.llc_bytes / 4 / 24), quick, "llc")) c.bandwidth_gbs.insert(kv);
+  progress("FP32 peak (FMA chains)");
+  c.peak_gflops_fp32 = measure_peak_gflops<Exec, float>(exec, quick);
+  progress("FP64 peak (FMA chains)");
+  c.peak_gflops_fp64 = measure_peak_gflops<Exec, double>(exec, quick);
+  progress("kernel launch overhead");
+  c.launch_overhead_us = measure_launch_overhead_us(exec);
+  return c;
+}
+
+}  // namespace rooftop::harness

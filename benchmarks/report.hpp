@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Roofline results and their writers: the JSON report (schema rooftop-report/1, see
+/// README.md), CSV, an SVG roofline plot, and the terminal table.
+#pragma once
+
+#include "ceilings.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace rooftop::harness {
+
+/// One op at one dtype and shape, measured and placed under its roof.
+struct Result {
+  std::string op;
+  DType dtype = DType::fp32;
+  std::vector<std::int64_t> shape;
+  Cost cost;
+  Timing timing;
+  double gbs = 0, gflops = 0;
+  double bandwidth_roof_gbs = 0, peak_gflops = 0, roof_gflops = 0, roof_fraction = 0;
+  std::string bound;     // "memory" or "compute"
+  bool cache_resident = false;
+  bool verified = false;
+  std::string verify_error;
+};
+
+/// Fills the derived fields of r from its cost and timing (best time) and the ceilings.
+/// The roof time is max(flops / peak, bytes / bandwidth); roof_fraction = roof time / time,
+/// which equals GFLOP/s over the roof for ops with FLOPs and GB/s over the bandwidth for ops
+/// without.
+inline void place_under_roof(Result& r, const Ceilings& c) {
+  const double t = r.timing.seconds_min;
+  r.gbs = r.cost.bytes / t * 1e-9;
+  r.gflops = r.cost.flops / t * 1e-9;
+  r.cache_resident = c.is_cache_resident(r.cost.bytes);
+  r.bandwidth_roof_gbs = c.bandwidth_for(r.cost.bytes);
+  r.peak_gflops = c.peak_for(r.dtype);
+  r.roof_gflops = std::min(r.peak_gflops, r.cost.ai() * r.bandwidth_roof_gbs);
+  r.bound = r.cost.bytes / r.bandwidth_roof_gbs >= r.cost.flops / r.peak_gflops ? "memory" : "compute";
+  r.roof_fraction = c.roof_seconds(r.cost, r.dtype) / t;
+}
+
+inline std::string shape_string(const std::vector<std::int64_t>& shape) {
+  std::string s;
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+struct SystemInfo {
+  std::string backend, kokkos_version, device, compiler, git, timestamp;
+  int concurrency = 0;
+};
+
+inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std::vector<Result>& results) {
+  nlohmann::json j;
+  j["schema"] = "rooftop-report/1";
+  j["system"] = {{"backend", s.backend}, {"kokkos_version", s.kokkos_version}, {"device", s.device},
+                 {"concurrency", s.concurrency}, {"compiler", s.compiler}, {"git", s.git}, {"timestamp", s.timestamp}};
+  j["ceilings"] = {{"bandwidth_gbs", c.bandwidth_gbs},
+                   {"peak_gflops", {{"fp32", c.peak_gflops_fp32}, {"fp64", c.peak_gflops_fp64}}},
+                   {"launch_overhead_us", c.launch_overhead_us},
+                   {"last_level_cache_bytes", c.llc_bytes}};
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& r : results) {
+    nlohmann::json o = {{"op", r.op}, {"dtype", dtype_name(r.dtype)}, {"shape", r.shape},
+                        {"flops", r.cost.flops}, {"bytes", r.cost.bytes}, {"ai", r.cost.ai()},
+                        {"seconds_min", r.timing.seconds_min}, {"seconds_median", r.timing.seconds_median},
+                        {"repetitions", r.timing.repetitions}, {"gbs", r.gbs}, {"gflops", r.gflops},
+                        {"roof_gflops", r.roof_gflops}, {"roof_fraction", r.roof_fraction}, {"bound", r.bound},
+                        {"bandwidth_roof_gbs", r.bandwidth_roof_gbs}, {"cache_resident", r.cache_resident},
+                        {"verified", r.verified}};
+    if (!r.verified) o["verify_error"] = r.verify_error;
+    ops.push_back(o);
+  }
+  j["ops"] = ops;
+  return j;
+}
+
+inline std::string to_csv(const std::vector<Result>& results) {
+  std::ostringstream o;
+  o << "op,dtype,shape,flops,bytes,ai,seconds_min,seconds_median,gbs,gflops,roof_gflops,roof_fraction,bound,"
+       "cache_resident,verified\n";
+  o.precision(9);
+  for (const auto& r : results)
+    o << r.op << ',' << dtype_name(r.dtype) << ',' << shape_string(r.shape) << ',' << r.cost.flops << ',' << r.cost.bytes << ','
+      << r.cost.ai() << ',' << r.timing.seconds_min << ',' << r.timing.seconds_median << ',' << r.gbs << ',' << r.gflops << ','
+      << r.roof_gflops << ',' << r.roof_fraction << ',' << r.bound << ',' << (r.cache_resident ? "true" : "false") << ','
+      << (r.verified ? "true" : "false") << '\n';
+  return o.str();
+}
+
+/// Log-log roofline: x = arithmetic intensity (FLOP/byte), y = GFLOP/s. Ceilings are lines;
+/// each op is a point at its largest size, labelled "op/dtype". Ops without FLOPs (copy)
+/// have no place on these axes and are listed beside the plot with their GB/s.
+inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vector<Result>& results) {
+  const double W = 980, H = 620, left = 80, right = 700, top = 50, bottom = 560;
+  double x_min = 1.0 / 64, x_max = 64, y_min = 0.1, y_max = 1;
+  y_max = std::max({c.peak_gflops_fp32, c.peak_gflops_fp64, 1.0}) * 3;
+  for (const auto& r : results)
+    if (r.cost.flops > 0) {
+      x_min = std::min(x_min, r.cost.ai() / 2);
+      x_max = std::max(x_max, r.cost.ai() * 2);
+      y_min = std::min(y_min, r.gflops / 2);
+    }
+  y_min = std::pow(10, std::floor(std::log10(std::max(y_min, 1e-3))));
+  auto X = [&](double ai) { return left + (right - left) * std::log(ai / x_min) / std::log(x_max / x_min); };
+  auto Y = [&](double g) { return bottom - (bottom - top) * std::log(g / y_min) / std::log(y_max / y_min); };
+  std::ostringstream o;
+  o.precision(4);
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "' font-family='sans-serif' font-size='11'>\n"
+    << "<rect width='100%' height='100%' fill='white'/>\n"
+    << "<text x='" << left << "' y='22' font-size='14' font-weight='bold'>rooftop roofline: " << s.backend << ", " << s.device
+    << " (" << s.concurrency << " threads)</text>\n"
+    << "<rect x='" << left << "' y='" << top << "' width='" << right - left << "' height='" << bottom - top
+    << "' fill='none' stroke='#333'/>\n";
+  // Decade grid and tick labels.
+  for (double d = std::pow(10, std::ceil(std::log10(x_min))); d <= x_max; d *= 10)
+    o << "<line x1='" << X(d) << "' y1='" << top << "' x2='" << X(d) << "' y2='" << bottom << "' stroke='#ddd'/>"
+      << "<text x='" << X(d) << "' y='" << bottom + 15 << "' text-anchor='middle'>" << d << "</text>\n";
+  for (double d = y_min; d <= y_max; d *= 10)
+    o << "<line x1='" << left << "' y1='" << Y(d) << "' x2='" << right << "' y2='" << Y(d) << "' stroke='#ddd'/>"
+      << "<text x='" << left - 6 << "' y='" << Y(d) + 4 << "' text-anchor='end'>" << d << "</text>\n";
+  o << "<text x='" << (left + right) / 2 << "' y='" << bottom + 35 << "' text-anchor='middle'>arithmetic intensity (FLOP / byte)</text>\n"
+    << "<text transform='translate(22," << (top + bottom) / 2 << ") rotate(-90)' text-anchor='middle'>GFLOP/s</text>\n";
+  // Ceilings: one roof per (bandwidth, peak) pair, drawn as a polyline min(peak, ai * bw).
+  auto roof = [&](double bw, double peak, const char* color, const std::string& label, bool dashed) {
+    const double ridge = peak / bw;
+    const double x0 = x_min, x1 = std::min(std::max(ridge, x_min), x_max);
+    o << "<polyline fill='none' stroke='" << color << "' stroke-width='2'" << (dashed ? " stroke-dasharray='6,4'" : "") << " points='"
+      << X(x0) << ',' << Y(std::max(x0 * bw, y_min)) << ' ' << X(x1) << ',' << Y(std::min(x1 * bw, peak)) << ' ' << X(x_max) << ','
+      << Y(peak) << "'/>\n"
+      << "<text x='" << right - 4 << "' y='" << Y(peak) - 4 << "' text-anchor='end' fill='" << color << "'>" << label << "</text>\n";
+  };
+  std::ostringstream l32, l64;
+  l32.precision(4);
+  l64.precision(4);
+  l32 << "FP32 peak " << c.peak_gflops_fp32 << " GFLOP/s";
+  l64 << "FP64 peak " << c.peak_gflops_fp64 << " GFLOP/s";
+  roof(c.dram(), c.peak_gflops_fp32, "#c0392b", l32.str(), false);
+  roof(c.dram(), c.peak_gflops_fp64, "#2c3e50", l64.str(), false);
+  if (c.bandwidth_gbs.count("llc")) roof(c.bandwidth_gbs.at("llc"), c.peak_gflops_fp32, "#e67e22", "", true);
+  o << "<text x='" << X(x_min) + 6 << "' y='" << Y(std::max(x_min * c.dram(), y_min)) - 6 << "' fill='#c0392b'>DRAM " << c.dram()
+    << " GB/s</text>\n";
+  if (c.bandwidth_gbs.count("llc"))
+    o << "<text x='" << X(x_min) + 6 << "' y='" << Y(std::max(x_min * c.bandwidth_gbs.at("llc"), y_min)) - 6
+      << "' fill='#e67e22'>LLC " << c.bandwidth_gbs.at("llc") << " GB/s (dashed)</text>\n";
+  // Points: every measured size; labels at the largest size of each op/dtype.
+  const char* colors[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
+  std::vector<std::string> names;
+  double list_y = top + 10;
+  o << "<text x='" << right + 20 << "' y='" << list_y << "' font-weight='bold'>0-FLOP ops (GB/s, fraction of roof)</text>\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    const std::string key = r.op + "/" + dtype_name(r.dtype);
+    bool largest = true;
+    for (std::size_t k = i + 1; k < results.size(); ++k)
+      if (results[k].op == r.op && results[k].dtype == r.dtype) largest = false;
+    if (r.cost.flops <= 0) {
+      if (largest) {
+        list_y += 15;
+        o << "<text x='" << right + 20 << "' y='" << list_y << "'>" << key << ": " << r.gbs << " GB/s, " << r.roof_fraction
+          << "</text>\n";
+      }
+      continue;
+    }
+    auto it = std::find(names.begin(), names.end(), r.op);
+    if (it == names.end()) it = names.insert(names.end(), r.op);
+    const char* color = colors[(it - names.begin()) % 8];
+    o << "<circle cx='" << X(r.cost.ai()) << "' cy='" << Y(r.gflops) << "' r='" << (largest ? 4 : 2.5) << "' fill='"
+      << (r.verified ? color : "red") << "' fill-opacity='" << (r.cache_resident ? 0.35 : 0.9) << "'><title>" << key << " "
+      << shape_string(r.shape) << ": " << r.gflops << " GFLOP/s, " << r.gbs << " GB/s, " << r.roof_fraction << " of roof</title></circle>\n";
+    if (largest)
+      o << "<text x='" << X(r.cost.ai()) + 6 << "' y='" << Y(r.gflops) + 3 << "' fill='" << color << "' font-size='9'>" << key
+        << "</text>\n";
+  }
+  o << "<text x='" << right + 20 << "' y='" << bottom << "' font-size='10'>Faint points: cache-resident sizes (LLC roof).</text>\n"
+    << "<text x='" << right + 20 << "' y='" << bottom + 14 << "' font-size='10'>" << s.git << " " << s.timestamp << "</text>\n"
+    << "</svg>\n";
+  return o.str();
+}
+
+/// Writes `text` to `path`; throws std::runtime_error naming the path on failure.
+inline void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!(f << text)) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace rooftop::harness

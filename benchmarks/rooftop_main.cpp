@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The roofline harness CLI `rooftop`: measures the machine's ceilings, runs every op over a
+// size sweep, verifies each result after timing, prints a table, and writes report.json,
+// report.csv and roofline.svg.
+#include "ceilings.hpp"
+#include "op_table.hpp"
+#include "report.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+using namespace rooftop;
+using namespace rooftop::harness;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
+
+struct Options {
+  std::string ops = "copy,scale,add,triad,dot,sum,max,nrm2";
+  std::string dtypes = "fp64,fp32,bf16,fp16";
+  std::string out = "results";
+  std::vector<std::int64_t> sizes;
+  bool quick = false;
+  std::uint64_t seed = 0;
+};
+
+int run(const Options& opt) {
+  std::vector<const OpSpec*> ops;
+  for (const auto& name : split(opt.ops)) {
+    const OpSpec* s = find_op(name);
+    if (!s) {
+      std::string known;
+      for (const auto& o : op_table()) known += (known.empty() ? "" : ", ") + o.name;
+      throw std::invalid_argument("unknown op '" + name + "' (known: " + known + ")");
+    }
+    ops.push_back(s);
+  }
+  std::vector<DType> dtypes;
+  for (const auto& d : split(opt.dtypes)) dtypes.push_back(parse_dtype(d));
+  std::filesystem::create_directories(opt.out);
+  const std::uint64_t seed = opt.seed ? opt.seed : std::random_device{}();
+
+  Exec exec;
+  SystemInfo sys{backend_name, compat::kokkos_version(), cpu_model(), __VERSION__, ROOFTOP_GIT, utc_timestamp(),
+                 compat::concurrency(exec)};
+  std::printf("rooftop roofline harness: %s backend, Kokkos %s, %s, %d threads, seed %llu%s\n", sys.backend.c_str(),
+              sys.kokkos_version.c_str(), sys.device.c_str(), sys.concurrency, static_cast<unsigned long long>(seed),
+              opt.quick ? " (quick)" : "");
+  if (!std::getenv("OMP_PROC_BIND") && std::string(backend_name) == "OpenMP")
+    std::printf("note: OMP_PROC_BIND is not set; threads may migrate (set OMP_PROC_BIND=spread OMP_PLACES=threads)\n");
+
+  std::printf("\nMeasuring ceilings...\n");
+  const Ceilings ceilings = measure_ceilings(exec, opt.quick, [](const std::string& step) {
+    std::printf("  %s\n", step.c_str());
+    std::fflush(stdout);
+  });
+  std::printf("\nCeilings: DRAM %.1f GB/s (copy %.1f, triad %.1f, read %.1f), LLC %.1f GB/s, FP32 %.1f GFLOP/s, "
+              "FP64 %.1f GFLOP/s, launch %.2f us\n\n",
+              ceilings.dram(), ceilings.bandwidth_gbs.at("dram_copy"), ceilings.bandwidth_gbs.at("dram_triad"),
+              ceilings.bandwidth_gbs.at("dram_read"), ceilings.bandwidth_gbs.at("llc"), ceilings.peak_gflops_fp32,
+              ceilings.peak_gflops_fp64, ceilings.launch_overhead_us);
+
+  // Size sweep by working set: cache-resident, then well beyond the last-level cache.
+  std::vector<double> working_sets = opt.quick ? std::vector<double>{8 * ceilings.llc_bytes}
+                                               : std::vector<double>{ceilings.llc_bytes / 4, 4 * ceilings.llc_bytes, 16 * ceilings.llc_bytes};
+  struct Planned { const OpSpec* spec; DType dtype; std::int64_t n; };
+  std::vector<Planned> plan;
+  for (const OpSpec* s : ops)
+    for (DType d : dtypes) {
+      if (std::find(s->dtypes.begin(), s->dtypes.end(), d) == s->dtypes.end()) continue;
+      const double bytes_per_element = s->cost(d, 1).bytes;
+      std::vector<std::int64_t> sizes = opt.sizes;
+      if (sizes.empty())
+        for (double ws : working_sets) sizes.push_back(static_cast<std::int64_t>(ws / bytes_per_element));
+      for (std::int64_t n : sizes) plan.push_back({s, d, n});
+    }
+
+  std::printf("%-9s %-5s %12s %9s %11s %10s %10s %7s %6s %-8s %s\n", "[#/N]", "op", "dtype/shape", "MB", "time (us)", "GB/s",
+              "GFLOP/s", "AI", "roof", "bound", "verified");
+  std::vector<Result> results;
+  int failures = 0;
+  const int reps = opt.quick ? 5 : 10;
+  const double min_seconds = opt.quick ? 0.05 : 0.25;
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    const Planned& p = plan[k];
+    OpInstance inst = p.spec->make(exec, p.dtype, p.n, seed + k);
+    Result r;
+    r.op = p.spec->name;
+    r.dtype = p.dtype;
+    r.shape = inst.shape;
+    r.cost = inst.cost;
+    r.timing = time_repeated(exec, inst.run, 2, reps, min_seconds);
+    r.verify_error = inst.verify();  // after timing: checks the output the timed runs left
+    r.verified = r.verify_error.empty();
+    failures += !r.verified;
+    place_under_roof(r, ceilings);
+    char tag[48];
+    std::snprintf(tag, sizeof tag, "[%zu/%zu]", k + 1, plan.size());
+    std::printf("%-9s %-5s %4s/%-7s %9.1f %11.1f %10.2f %10.2f %7.3f %5.0f%% %-8s %s%s\n", tag, r.op.c_str(), dtype_name(r.dtype),
+                shape_string(r.shape).c_str(), r.cost.bytes / 1e6, r.timing.seconds_min * 1e6, r.gbs, r.gflops, r.cost.ai(),
+                100 * r.roof_fraction, r.bound.c_str(), r.verified ? "yes" : ("NO: " + r.verify_error).c_str(),
+                r.cache_resident ? " (cache-resident)" : "");
+    std::fflush(stdout);
+    results.push_back(r);
+  }
+
+  const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
+  write_file(json_path, to_json(sys, ceilings, results).dump(2) + "\n");
+  write_file(csv_path, to_csv(results));
+  write_file(svg_path, to_svg(sys, ceilings, results));
+  std::printf("\nWrote %s, %s and %s\n", json_path.c_str(), csv_path.c_str(), svg_path.c_str());
+  if (failures) {
+    std::printf("%d result(s) FAILED verification\n", failures);
+    return 1;
+  }
+  std::printf("All %zu results verified.\n", results.size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rooftop: measure the machine's ceilings, run every op over a size sweep, and place each on the roofline"};
+  Options opt;
+  std::string op_list;
+  for (const auto& s : op_table()) op_list += (op_list.empty() ? "" : ",") + s.name;
+  app.add_option("--ops", opt.ops, "Comma-separated ops to run (" + op_list + ")")->capture_default_str();
+  app.add_option("--dtypes", opt.dtypes, "Comma-separated dtypes: fp64,fp32,bf16,fp16")->capture_default_str();
+  app.add_option("--out", opt.out, "Directory for report.json, report.csv and roofline.svg")->capture_default_str();
+  app.add_option("--sizes", opt.sizes, "Element counts to run instead of the working-set sweep")->delimiter(',');
+  app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)");
+  app.add_flag("--quick", opt.quick, "One size beyond the last-level cache, fewer repetitions");
+  app.allow_extras();  // --kokkos-* arguments are Kokkos's
+  CLI11_PARSE(app, argc, argv);
+  for (const auto& extra : app.remaining())
+    if (extra.rfind("--kokkos", 0) != 0) {
+      std::fprintf(stderr, "rooftop: unknown argument '%s' (see --help)\n", extra.c_str());
+      return 2;
+    }
+
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  try {
+    return run(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rooftop: %s\n", e.what());
+    return 2;
+  }
+}

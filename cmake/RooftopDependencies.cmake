@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Finds rooftop's dependencies. Kokkos: the one CMake finds (Kokkos_ROOT, CMAKE_PREFIX_PATH),
+# else the one scripts/setup.sh built into the cache prefix. Nothing is downloaded here.
+include(GNUInstallDirs)
+
+set(ROOFTOP_CACHE "$ENV{ROOFTOP_CACHE}")
+if(NOT ROOFTOP_CACHE)
+  if(DEFINED ENV{XDG_CACHE_HOME})
+    set(ROOFTOP_CACHE "$ENV{XDG_CACHE_HOME}/rooftop")
+  else()
+    set(ROOFTOP_CACHE "$ENV{HOME}/.cache/rooftop")
+  endif()
+endif()
+
+find_package(Kokkos 3.4 CONFIG QUIET HINTS "${ROOFTOP_CACHE}/kokkos-3.4.01-openmp")
+if(NOT Kokkos_FOUND)
+  message(FATAL_ERROR
+    "rooftop: Kokkos (>= 3.4) not found. Either point Kokkos_ROOT at an installed Kokkos, or run\n"
+    "  scripts/setup.sh\n"
+    "which builds Kokkos 3.4.01 from Debian's trilinos source package into ${ROOFTOP_CACHE}.")
+endif()
+message(STATUS "rooftop: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}")
+
+# The backend needs its execution space compiled into Kokkos.
+if(ROOFTOP_BACKEND_UPPER STREQUAL "OPENMP")
+  kokkos_check(DEVICES OpenMP)
+elseif(ROOFTOP_BACKEND_UPPER STREQUAL "SERIAL")
+  kokkos_check(DEVICES Serial)
+endif()
+
+# C++17, or C++20 where Kokkos requires it (Kokkos 5).
+if(Kokkos_VERSION VERSION_GREATER_EQUAL 5.0)
+  set(ROOFTOP_CXX_STANDARD 20)
+else()
+  set(ROOFTOP_CXX_STANDARD 17)
+endif()
+
+if(ROOFTOP_IS_TOP_LEVEL AND (ROOFTOP_BUILD_HARNESS OR ROOFTOP_BUILD_BENCHMARKS))
+  find_package(benchmark REQUIRED)
+  find_package(nlohmann_json 3 REQUIRED)
+  find_package(CLI11 REQUIRED)
+endif()
+if(ROOFTOP_BUILD_TESTS)
+  find_package(doctest REQUIRED)
+endif()
+
+execute_process(COMMAND git describe --always --dirty --tags
+  WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" OUTPUT_VARIABLE ROOFTOP_GIT_DESCRIBE
+  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+if(NOT ROOFTOP_GIT_DESCRIBE)
+  set(ROOFTOP_GIT_DESCRIBE "unknown")
+endif()

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// The one place that hides differences between Kokkos 3.4 and Kokkos 4.x/5.x.
+/// Everything else in rooftop spells Kokkos through these names.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#if KOKKOS_VERSION < 30400
+#error "rooftop needs Kokkos >= 3.4.01"
+#endif
+
+namespace rooftop::compat {
+
+// Math functions moved from Kokkos::Experimental to Kokkos in 3.6; the Experimental names are
+// gone in 4.0.
+#if KOKKOS_VERSION >= 30600
+namespace kmath = ::Kokkos;
+#else
+namespace kmath = ::Kokkos::Experimental;
+#endif
+
+template <class T>
+KOKKOS_INLINE_FUNCTION T sqrt(T x) { return kmath::sqrt(x); }
+template <class T>
+KOKKOS_INLINE_FUNCTION T fabs(T x) { return kmath::fabs(x); }
+/// a * b + c with one rounding (Kokkos 3.4 has no Kokkos::fma).
+template <class T>
+KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
+#if defined(__CUDA_ARCH__)
+  return ::fma(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+/// Reinterprets the bits of a trivially copyable value (std::bit_cast is C++20). The builtin
+/// keeps loops vectorizable (GCC does not vectorize through a type-punning memcpy); memcpy is
+/// the fallback, and a builtin in device code.
+template <class To, class From>
+KOKKOS_FORCEINLINE_FUNCTION To bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast: sizes differ");
+#if defined(__has_builtin) && !defined(__CUDA_ARCH__)
+#if __has_builtin(__builtin_bit_cast)
+#define ROOFTOP_HAS_BUILTIN_BIT_CAST
+  return __builtin_bit_cast(To, from);
+#endif
+#endif
+#if !defined(ROOFTOP_HAS_BUILTIN_BIT_CAST)
+  To to;
+  memcpy(&to, &from, sizeof(To));
+  return to;
+#endif
+}
+
+/// "3.4.1", "5.2.2": the Kokkos version this translation unit was compiled against.
+inline std::string kokkos_version() {
+  return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) +
+         "." + std::to_string(KOKKOS_VERSION % 100);
+}
+
+/// Threads / hardware lanes of an execution space instance: static in 3.x, a member in 4.x;
+/// calling it on an instance works in both.
+template <class Exec>
+int concurrency(const Exec& exec) {
+  return static_cast<int>(exec.concurrency());
+}
+
+}  // namespace rooftop::compat

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Counter-based random numbers: each value is a pure function of (seed, index), so fills are
+/// reproducible across backends and thread counts and need no generator state.
+#pragma once
+
+#include "kokkos_compat.hpp"
+#include "types.hpp"
+
+#include <cstdint>
+
+namespace rooftop {
+
+/// A 64-bit mix of (seed, counter) (the SplitMix64 finalizer over a Weyl sequence).
+KOKKOS_INLINE_FUNCTION std::uint64_t hash64(std::uint64_t seed, std::uint64_t counter) {
+  std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (counter + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// Uniform double in [0, 1) from (seed, counter), 53 random bits.
+KOKKOS_INLINE_FUNCTION double uniform01(std::uint64_t seed, std::uint64_t counter) {
+  return static_cast<double>(hash64(seed, counter) >> 11) * 0x1p-53;
+}
+
+/// Fills a rank-1 View with values uniform in [lo, hi), rounded to its storage type.
+template <class Exec, class View>
+void fill_uniform(const Exec& exec, const View& v, std::uint64_t seed, double lo, double hi) {
+  using T = typename View::value_type;
+  Kokkos::parallel_for(
+      "rooftop::fill_uniform", Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(lo + (hi - lo) * uniform01(seed, i)); });
+}
+
+/// Fills a rank-1 View with integers uniform in [lo, hi] (exact in every dtype when small):
+/// sums of such values are exact in fp32, which lets tests compare reductions exactly.
+template <class Exec, class View>
+void fill_integers(const Exec& exec, const View& v, std::uint64_t seed, int lo, int hi) {
+  using T = typename View::value_type;
+  const std::uint64_t span = static_cast<std::uint64_t>(hi - lo + 1);
+  Kokkos::parallel_for(
+      "rooftop::fill_integers", Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(static_cast<float>(lo + static_cast<int>(hash64(seed, i) % span))); });
+}
+
+/// Fills a rank-1 View with NaN (poison), so elements an op fails to write are caught.
+template <class Exec, class View>
+void fill_nan(const Exec& exec, const View& v) {
+  using T = typename View::value_type;
+  Kokkos::parallel_for(
+      "rooftop::fill_nan", Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0)),
+      KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(__builtin_nanf("")); });
+}
+
+}  // namespace rooftop

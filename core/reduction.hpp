@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// The one reduction mechanism every rooftop reduction uses: a parallel_reduce over chunks of
+/// `lanes` consecutive elements, each chunk folded with independent partial accumulators.
+#pragma once
+
+#include "kokkos_compat.hpp"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace rooftop::detail {
+
+/// How a reduction is cut into work items. On CPUs a work item is a contiguous block folded
+/// into `lanes` independent partials (several SIMD registers): without them the compiler may
+/// not reorder a floating-point reduction, and one scalar dependency chain is latency-bound at
+/// ~4 cycles per element. On GPUs consecutive threads must touch consecutive elements
+/// (coalescing): one element per work item.
+template <class Exec, class Acc>
+struct ReductionShape {
+#if defined(KOKKOS_ENABLE_CUDA)
+  static constexpr bool gpu = std::is_same_v<Exec, Kokkos::Cuda>;
+#else
+  static constexpr bool gpu = false;
+#endif
+  static constexpr int lanes = gpu ? 1 : static_cast<int>(128 / sizeof(Acc));  // four 256-bit registers
+  static constexpr std::int64_t block = gpu ? 1 : 4096;                         // elements per work item
+};
+
+/// Bound on the number of sequential additions any term passes through in chunked_reduce over
+/// n terms: at most block / lanes per lane (CPU), one per block a thread folds (at most n /
+/// block), and tree levels (at most 64). A fold's worst-case rounding error is this times the
+/// accumulator's epsilon times the sum of |terms|.
+inline double reduction_depth(std::int64_t n) {
+  const double per_lane = static_cast<double>(n < 256 ? n : 256);
+  return per_lane + static_cast<double>(n) / 4096 + 64;
+}
+
+/// A Kokkos reducer folding with a device-callable binary functor `Combine` and its identity.
+template <class Acc, class Combine>
+struct CombineReducer {
+  using reducer = CombineReducer;
+  using value_type = Acc;
+  using result_view_type = Kokkos::View<Acc, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+
+  CombineReducer(Acc& result, Acc identity, Combine combine) : value_(&result), identity_(identity), combine_(combine) {}
+
+  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const { dest = combine_(dest, src); }
+#if KOKKOS_VERSION < 40000
+  // Kokkos 3.x also joins through volatile references on some backends.
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dest, const volatile value_type& src) const {
+    dest = combine_(Acc(dest), Acc(src));
+  }
+#endif
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = identity_; }
+  KOKKOS_INLINE_FUNCTION value_type& reference() const { return *value_.data(); }
+  KOKKOS_INLINE_FUNCTION result_view_type view() const { return value_; }
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
+
+ private:
+  result_view_type value_;
+  Acc identity_;
+  Combine combine_;
+};
+
+/// a + b.
+struct Plus {
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return a + b; }
+};
+
+/// max(a, b) that propagates NaN (a NaN anywhere makes the result NaN).
+struct NanMax {
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return (a != a || a > b) ? a : b; }
+};
+
+/// Folds value(i) for i in [0, n) with `combine` (associative and commutative, identity
+/// `identity`) and returns the result; value(i) returns Acc. The order of the fold is fixed
+/// for a given n and thread count.
+template <class Exec, class Acc, class Value, class Combine>
+Acc chunked_reduce(const char* label, const Exec& exec, std::int64_t n, Acc identity, Value value, Combine combine) {
+  using Shape = ReductionShape<Exec, Acc>;
+  constexpr int lanes = Shape::lanes;
+  constexpr std::int64_t block = Shape::block;
+  Acc result = identity;
+  if (n == 0) return result;
+  Kokkos::parallel_reduce(
+      label, Kokkos::RangePolicy<Exec>(exec, 0, (n + block - 1) / block),
+      KOKKOS_LAMBDA(const std::int64_t b, Acc& update) {
+        const std::int64_t begin = b * block;
+        const std::int64_t end = begin + block < n ? begin + block : n;
+        Acc part[lanes];
+        for (int k = 0; k < lanes; ++k) part[k] = identity;
+        std::int64_t i = begin;
+        for (; i + lanes <= end; i += lanes)  // (lanes) partials, vectorized
+          for (int k = 0; k < lanes; ++k) part[k] = combine(part[k], value(i + k));
+        for (int k = 0; i + k < end; ++k) part[k] = combine(part[k], value(i + k));  // tail
+        // Pairwise tree in a fixed order: vectorizable and deterministic.
+        for (int width = lanes / 2; width > 0; width /= 2)
+          for (int k = 0; k < width; ++k) part[k] = combine(part[k], part[k + width]);
+        update = combine(update, part[0]);
+      },
+      CombineReducer<Acc, Combine>(result, identity, combine));
+  return result;
+}
+
+}  // namespace rooftop::detail

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Fenced wall-clock timing: the execution space instance is fenced before the clock starts
+/// and before it stops, so asynchronous launches cannot hide work from the timer.
+#pragma once
+
+#include "kokkos_compat.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace rooftop {
+
+/// Min and median of repeated timings, in seconds.
+struct Timing {
+  double seconds_min = 0;
+  double seconds_median = 0;
+  int repetitions = 0;
+};
+
+/// Seconds taken by f(), with exec fenced before and after.
+template <class Exec, class F>
+double time_fenced(const Exec& exec, F&& f) {
+  exec.fence();
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  exec.fence();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Runs f() `warmup` times untimed, then times it at least `min_reps` times and until
+/// `min_seconds` of timed work have passed (at most `max_reps` times).
+template <class Exec, class F>
+Timing time_repeated(const Exec& exec, F&& f, int warmup, int min_reps, double min_seconds, int max_reps = 1000) {
+  for (int i = 0; i < warmup; ++i) time_fenced(exec, f);
+  std::vector<double> samples;
+  double total = 0;
+  while (static_cast<int>(samples.size()) < min_reps ||
+         (total < min_seconds && static_cast<int>(samples.size()) < max_reps)) {
+    samples.push_back(time_fenced(exec, f));
+    total += samples.back();
+  }
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  Timing t;
+  t.seconds_min = samples.front();
+  t.seconds_median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  t.repetitions = static_cast<int>(n);
+  return t;
+}
+
+}  // namespace rooftop

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Reductions of a rank-1 View: sum, max, nrm2.
+///
+/// Rank-1 Views of double, float, bf16 or fp16 (any layout). All block until the result is on
+/// the host.
+#pragma once
+
+#include "../core/cost.hpp"
+#include "../core/error.hpp"
+#include "../core/reduction.hpp"
+#include "../core/types.hpp"
+
+#include <cstdint>
+#include <cmath>
+#include <limits>
+
+namespace rooftop {
+
+// ---- sum -------------------------------------------------------------------------------------
+
+/// sum_i x_i, accumulated in compute_t (fp32 for fp32/bf16/fp16, fp64 for fp64); 0 if empty.
+template <class Exec, class X>
+compute_t<typename X::value_type> sum(const Exec& exec, const X& x) {
+  mandate_input<Exec, X, 1>();
+  using C = compute_t<typename X::value_type>;
+  return detail::chunked_reduce(
+      "rooftop::sum", exec, static_cast<std::int64_t>(x.extent(0)), C(0),
+      KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)); }, detail::Plus{});
+}
+template <class X>
+compute_t<typename X::value_type> sum(const X& x) { return sum(typename X::execution_space{}, x); }
+
+/// Cost of sum over n elements of T: one add each; read x.
+template <class T>
+constexpr Cost sum_cost(std::int64_t n) { return {1.0 * n, bytes_of<T>(1.0 * n)}; }
+
+// ---- max -------------------------------------------------------------------------------------
+
+/// max_i x_i in compute_t. NaN if any element is NaN; -Inf if x is empty.
+template <class Exec, class X>
+compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
+  mandate_input<Exec, X, 1>();
+  using C = compute_t<typename X::value_type>;
+  return detail::chunked_reduce(
+      "rooftop::max", exec, static_cast<std::int64_t>(x.extent(0)), -std::numeric_limits<C>::infinity(),
+      KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)); }, detail::NanMax{});
+}
+template <class X>
+compute_t<typename X::value_type> max(const X& x) { return max(typename X::execution_space{}, x); }
+
+/// Cost of max over n elements of T: one comparison each (counted as a FLOP); read x.
+template <class T>
+constexpr Cost max_cost(std::int64_t n) { return {1.0 * n, bytes_of<T>(1.0 * n)}; }
+
+// ---- nrm2 ------------------------------------------------------------------------------------
+
+/// Euclidean norm sqrt(sum_i x_i^2); 0 if empty. The squares accumulate in fp64 for every
+/// dtype, so no fp32/bf16/fp16 input can overflow or underflow the sum (the largest fp32
+/// squared is ~1.2e77); for fp64 data the sum of squares itself must stay within fp64 range.
+template <class Exec, class X>
+compute_t<typename X::value_type> nrm2(const Exec& exec, const X& x) {
+  mandate_input<Exec, X, 1>();
+  using C = compute_t<typename X::value_type>;
+  const double sum_squares = detail::chunked_reduce(
+      "rooftop::nrm2", exec, static_cast<std::int64_t>(x.extent(0)), 0.0,
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        const double v = static_cast<double>(C(x(i)));
+        return v * v;
+      },
+      detail::Plus{});
+  return static_cast<C>(std::sqrt(sum_squares));
+}
+template <class X>
+compute_t<typename X::value_type> nrm2(const X& x) { return nrm2(typename X::execution_space{}, x); }
+
+/// Cost of nrm2 over n elements of T: a multiply and an add each (the final sqrt is not
+/// counted); read x.
+template <class T>
+constexpr Cost nrm2_cost(std::int64_t n) { return {2.0 * n, bytes_of<T>(1.0 * n)}; }
+
+}  // namespace rooftop

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// STREAM-family vector ops: copy, scale, add, triad (elementwise) and dot.
+///
+///   copy  : y = x                 scale : y = alpha * x
+///   add   : z = x + y             triad : z = x + alpha * y
+///   dot   : sum_i x_i * y_i
+///
+/// Rank-1 Views of double, float, bf16 or fp16 (any layout); arithmetic in compute_t<T>
+/// (fp64 for fp64, fp32 otherwise), rounded once to the storage type. Inputs and outputs may
+/// alias (every element is read and written at the same index). Empty Views are fine.
+#pragma once
+
+#include "../core/cost.hpp"
+#include "../core/error.hpp"
+#include "../core/reduction.hpp"
+#include "../core/types.hpp"
+
+#include <cstdint>
+
+namespace rooftop {
+
+namespace detail {
+template <class X, class Y>
+void require_same_length(const char* op, const char* x_name, const X& x, const char* y_name, const Y& y) {
+  ROOFTOP_REQUIRE(x.extent(0) == y.extent(0), op, x_name, " is ", shape_of(x), " but ", y_name, " is ", shape_of(y));
+}
+template <class Exec, class View>
+Kokkos::RangePolicy<Exec> elements(const Exec& exec, const View& v) {
+  return Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0));
+}
+}  // namespace detail
+
+// ---- copy ------------------------------------------------------------------------------------
+
+/// y = x. Throws rooftop::Error if the extents differ.
+template <class Exec, class X, class Y>
+void copy(const Exec& exec, const X& x, const Y& y) {
+  mandate_input<Exec, X, 1>();
+  mandate_output<Exec, Y, 1>();
+  static_assert(std::is_same_v<typename X::non_const_value_type, typename Y::value_type>, "copy: x and y differ in value type");
+  detail::require_same_length("copy", "x", x, "y", y);
+  Kokkos::parallel_for("rooftop::copy", detail::elements(exec, y), KOKKOS_LAMBDA(const std::int64_t i) { y(i) = x(i); });
+}
+template <class X, class Y>
+void copy(const X& x, const Y& y) { copy(typename Y::execution_space{}, x, y); }
+
+/// Cost of copy over n elements of T: no FLOPs; read x, write y.
+template <class T>
+constexpr Cost copy_cost(std::int64_t n) { return {0, bytes_of<T>(2.0 * n)}; }
+
+// ---- scale -----------------------------------------------------------------------------------
+
+/// y = alpha * x. Throws rooftop::Error if the extents differ.
+template <class Exec, class X, class Y>
+void scale(const Exec& exec, double alpha, const X& x, const Y& y) {
+  mandate_input<Exec, X, 1>();
+  mandate_output<Exec, Y, 1>();
+  using T = typename Y::value_type;
+  using C = compute_t<T>;
+  detail::require_same_length("scale", "x", x, "y", y);
+  const C a = static_cast<C>(alpha);
+  Kokkos::parallel_for("rooftop::scale", detail::elements(exec, y), KOKKOS_LAMBDA(const std::int64_t i) { y(i) = T(a * C(x(i))); });
+}
+template <class X, class Y>
+void scale(double alpha, const X& x, const Y& y) { scale(typename Y::execution_space{}, alpha, x, y); }
+
+/// Cost of scale over n elements of T: one multiply each; read x, write y.
+template <class T>
+constexpr Cost scale_cost(std::int64_t n) { return {1.0 * n, bytes_of<T>(2.0 * n)}; }
+
+// ---- add -------------------------------------------------------------------------------------
+
+/// z = x + y. Throws rooftop::Error if the extents differ.
+template <class Exec, class X, class Y, class Z>
+void add(const Exec& exec, const X& x, const Y& y, const Z& z) {
+  mandate_input<Exec, X, 1>();
+  mandate_input<Exec, Y, 1>();
+  mandate_output<Exec, Z, 1>();
+  using T = typename Z::value_type;
+  using C = compute_t<T>;
+  detail::require_same_length("add", "x", x, "y", y);
+  detail::require_same_length("add", "x", x, "z", z);
+  Kokkos::parallel_for("rooftop::add", detail::elements(exec, z), KOKKOS_LAMBDA(const std::int64_t i) { z(i) = T(C(x(i)) + C(y(i))); });
+}
+template <class X, class Y, class Z>
+void add(const X& x, const Y& y, const Z& z) { add(typename Z::execution_space{}, x, y, z); }
+
+/// Cost of add over n elements of T: one add each; read x and y, write z.
+template <class T>
+constexpr Cost add_cost(std::int64_t n) { return {1.0 * n, bytes_of<T>(3.0 * n)}; }
+
+// ---- triad -----------------------------------------------------------------------------------
+
+/// z = x + alpha * y. Throws rooftop::Error if the extents differ.
+template <class Exec, class X, class Y, class Z>
+void triad(const Exec& exec, double alpha, const X& x, const Y& y, const Z& z) {
+  mandate_input<Exec, X, 1>();
+  mandate_input<Exec, Y, 1>();
+  mandate_output<Exec, Z, 1>();
+  using T = typename Z::value_type;
+  using C = compute_t<T>;
+  detail::require_same_length("triad", "x", x, "y", y);
+  detail::require_same_length("triad", "x", x, "z", z);
+  const C a = static_cast<C>(alpha);
+  Kokkos::parallel_for("rooftop::triad", detail::elements(exec, z),
+                       KOKKOS_LAMBDA(const std::int64_t i) { z(i) = T(C(x(i)) + a * C(y(i))); });
+}
+template <class X, class Y, class Z>
+void triad(double alpha, const X& x, const Y& y, const Z& z) { triad(typename Z::execution_space{}, alpha, x, y, z); }
+
+/// Cost of triad over n elements of T: a multiply and an add each; read x and y, write z.
+template <class T>
+constexpr Cost triad_cost(std::int64_t n) { return {2.0 * n, bytes_of<T>(3.0 * n)}; }
+
+// ---- dot -------------------------------------------------------------------------------------
+
+/// sum_i x_i * y_i, accumulated in compute_t (fp32 for fp32/bf16/fp16, fp64 for fp64).
+/// Returns 0 for empty Views. Throws rooftop::Error if the extents differ. Blocks until done.
+template <class Exec, class X, class Y>
+compute_t<typename X::value_type> dot(const Exec& exec, const X& x, const Y& y) {
+  mandate_input<Exec, X, 1>();
+  mandate_input<Exec, Y, 1>();
+  using C = compute_t<typename X::value_type>;
+  static_assert(std::is_same_v<C, compute_t<typename Y::value_type>>, "dot: x and y must share a compute type");
+  detail::require_same_length("dot", "x", x, "y", y);
+  return detail::chunked_reduce(
+      "rooftop::dot", exec, static_cast<std::int64_t>(x.extent(0)), C(0),
+      KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)) * C(y(i)); }, detail::Plus{});
+}
+template <class X, class Y>
+compute_t<typename X::value_type> dot(const X& x, const Y& y) { return dot(typename X::execution_space{}, x, y); }
+
+/// Cost of dot over n elements of T: a multiply and an add each; read x and y.
+template <class T>
+constexpr Cost dot_cost(std::int64_t n) { return {2.0 * n, bytes_of<T>(2.0 * n)}; }
+
+}  // namespace rooftop

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Offline, idempotent set-up of everything rooftop builds against, from Debian's archive only.
+#
+#   scripts/setup.sh [--backend openmp|serial] [--kokkos5-headers]
+#
+# - Debian packages (doctest, Google Benchmark, nlohmann/json, CLI11) are installed if missing.
+# - Kokkos: if Kokkos_ROOT is set it is used as is. Otherwise Kokkos 3.4.01 is extracted from
+#   Debian 12's `trilinos` source package and built (OpenMP + Serial) into a cache prefix
+#   outside the source tree: ${ROOFTOP_CACHE:-~/.cache/rooftop}/kokkos-3.4.01-openmp.
+#   A second run finds it there and returns in seconds.
+# - --kokkos5-headers unpacks the Kokkos 5.x headers of Debian unstable's libkokkos-dev (never
+#   installed) into the cache, for the C++20 compile-compatibility check (scripts/check-kokkos5.sh).
+# The system's apt sources are never modified: source and unstable look-ups use a private list.
+# Prints `KOKKOS_ROOT=<prefix>` as its last line.
+set -euo pipefail
+
+backend=openmp
+want_kokkos5=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --backend) backend="${2,,}"; shift 2 ;;
+    --backend=*) backend="${1#*=}"; backend="${backend,,}"; shift ;;
+    --kokkos5-headers) want_kokkos5=1; shift ;;
+    -h|--help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$backend" in
+  openmp|serial) ;;
+  cuda) echo "setup.sh: the CUDA backend is not yet supported (it has its own issue)" >&2; exit 2 ;;
+  *) echo "setup.sh: unknown backend '$backend' (openmp|serial)" >&2; exit 2 ;;
+esac
+
+cache="${ROOFTOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rooftop}"
+mkdir -p "$cache"
+log() { echo "[setup] $*" >&2; }
+jobs=$(nproc 2>/dev/null || echo 2)
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "setup.sh: '$*' needs root; run it as root or install the packages yourself" >&2; exit 1; fi
+}
+
+# --- 1. Debian packages ------------------------------------------------------------------------
+packages=(cmake g++ make libbenchmark-dev doctest-dev nlohmann-json3-dev libcli11-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# A private apt configuration for deb-src (bookworm) and unstable look-ups.
+private_apt() {
+  local dir="$cache/apt"
+  mkdir -p "$dir/lists/partial"
+  cat > "$dir/sources.list" <<SRC
+deb-src http://deb.debian.org/debian bookworm main
+deb http://deb.debian.org/debian sid main
+SRC
+  apt_opts=(-o "Dir::Etc::SourceList=$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+            -o "Dir::State::Lists=$dir/lists" -o Dir::Cache::archives="$dir/archives"
+            -o APT::Sandbox::User=root -qq)
+  if [ ! -e "$dir/lists/.updated" ] || [ -n "$(find "$dir/lists/.updated" -mmin +1440)" ]; then
+    log "updating private apt lists (bookworm sources, unstable binaries)"
+    apt-get "${apt_opts[@]}" update
+    touch "$dir/lists/.updated"
+  fi
+}
+
+# --- 2. Kokkos -----------------------------------------------------------------------------------
+if [ -n "${Kokkos_ROOT:-}" ]; then
+  [ -e "$Kokkos_ROOT/lib/cmake/Kokkos/KokkosConfig.cmake" ] || [ -e "$Kokkos_ROOT/lib64/cmake/Kokkos/KokkosConfig.cmake" ] \
+    || { echo "setup.sh: Kokkos_ROOT=$Kokkos_ROOT holds no lib*/cmake/Kokkos/KokkosConfig.cmake" >&2; exit 1; }
+  log "using Kokkos from Kokkos_ROOT=$Kokkos_ROOT"
+  prefix="$Kokkos_ROOT"
+else
+  # One Kokkos build (OpenMP + Serial) serves both host backends: rooftop picks the execution space.
+  prefix="$cache/kokkos-3.4.01-openmp"
+  if [ -e "$prefix/.rooftop-complete" ]; then
+    log "Kokkos 3.4.01 already built in $prefix"
+  else
+    src="$cache/src/kokkos-3.4.01"
+    if [ ! -e "$src/CMakeLists.txt" ]; then
+      private_apt
+      dl="$cache/src/download"
+      rm -rf "$dl" && mkdir -p "$dl"
+      log "downloading Debian's trilinos source package (~166 MB) for its Kokkos 3.4.01"
+      (cd "$dl" && apt-get "${apt_opts[@]}" source --download-only trilinos)
+      tarball=$(ls "$dl"/trilinos_*.orig.tar.gz)
+      rm -rf "$src.tmp" && mkdir -p "$src.tmp"
+      # Only the kokkos folder: Trilinos-<tag>/packages/kokkos/...
+      tar -xzf "$tarball" -C "$src.tmp" --strip-components=3 --wildcards '*/packages/kokkos/*'
+      grep -q 'Kokkos_VERSION_MAJOR 3' "$src.tmp/CMakeLists.txt" && grep -q 'Kokkos_VERSION_MINOR 4' "$src.tmp/CMakeLists.txt" \
+        || { echo "setup.sh: $tarball does not hold Kokkos 3.4" >&2; exit 1; }
+      mv "$src.tmp" "$src"
+      rm -rf "$dl"
+    fi
+    log "building Kokkos 3.4.01 (OpenMP + Serial) into $prefix"
+    bld="$cache/build/kokkos-3.4.01-openmp"
+    rm -rf "$bld"
+    cmake -S "$src" -B "$bld" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
+      -DCMAKE_CXX_STANDARD=17 -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=ON \
+      -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF >"$cache/kokkos-configure.log" 2>&1 \
+      || { tail -30 "$cache/kokkos-configure.log" >&2; exit 1; }
+    cmake --build "$bld" -j "$jobs" >"$cache/kokkos-build.log" 2>&1 || { tail -30 "$cache/kokkos-build.log" >&2; exit 1; }
+    rm -rf "$prefix"
+    cmake --install "$bld" >/dev/null
+    touch "$prefix/.rooftop-complete"   # an interrupted install is rebuilt next time
+    rm -rf "$bld"
+  fi
+fi
+
+# --- 3. Kokkos 5 headers for the compile check ----------------------------------------------------
+if [ "$want_kokkos5" = 1 ]; then
+  k5="$cache/kokkos5-headers"
+  if [ -e "$k5/usr/include/kokkos/Kokkos_Core.hpp" ]; then
+    log "Kokkos 5 headers already in $k5"
+  else
+    private_apt
+    dl="$cache/apt/debs"
+    rm -rf "$dl" && mkdir -p "$dl"
+    log "downloading Debian unstable's libkokkos-dev (headers only, unpacked, never installed)"
+    (cd "$dl" && apt-get "${apt_opts[@]}" download libkokkos-dev)
+    rm -rf "$k5.tmp" && mkdir -p "$k5.tmp"
+    dpkg -x "$dl"/libkokkos-dev_*.deb "$k5.tmp"
+    rm -rf "$k5" && mv "$k5.tmp" "$k5" && rm -rf "$dl"
+  fi
+  echo "KOKKOS5_HEADERS=$k5/usr/include/kokkos"
+fi
+
+echo "KOKKOS_ROOT=$prefix"

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Shared test helpers: the backend's execution space, fresh seeded random inputs (seed printed,
+// ROOFTOP_TEST_SEED to replay), NaN-poisoned outputs, float64 host copies, tolerances.
+#pragma once
+
+#include <rooftop/core/backend.hpp>
+#include <rooftop/core/random.hpp>
+#include <rooftop/core/reduction.hpp>
+#include <rooftop/core/types.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace rooftop::test {
+
+using Exec = BackendExec;
+template <class T>
+using Vector = Kokkos::View<T*, BackendMemory>;
+
+/// The run's seed: ROOFTOP_TEST_SEED if set, else fresh; printed once by main.
+std::uint64_t run_seed();
+
+/// A distinct seed per call, derived from the run's seed.
+inline std::uint64_t next_seed() {
+  static std::uint64_t counter = 0;
+  return hash64(run_seed(), counter++);
+}
+
+/// Sizes every op is tested at: empty, one, small odd, not a multiple of any block/lane/team
+/// size, and large.
+inline const std::vector<std::int64_t> sizes = {0, 1, 13, 4096 * 3 + 77, (1 << 20) + 7};
+
+template <class T>
+Vector<T> random_vector(std::int64_t n, double lo = -1, double hi = 1) {
+  Vector<T> v("rooftop::test::v", n);
+  fill_uniform(Exec(), v, next_seed(), lo, hi);
+  return v;
+}
+
+template <class T>
+Vector<T> poisoned_vector(std::int64_t n) {
+  Vector<T> v("rooftop::test::out", n);
+  fill_nan(Exec(), v);
+  return v;
+}
+
+/// Values of v as float64 on the host (through the compute type, exactly).
+template <class View>
+std::vector<double> host(const View& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  std::vector<double> out(v.extent(0));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<double>(static_cast<compute_t<typename View::value_type>>(h(i)));
+  return out;
+}
+
+/// Tolerance of an elementwise result: one rounding of the compute type and one to storage,
+/// relative to the sum of |terms| (plus denorm_min<T>() absolute, for subnormal results).
+template <class T>
+double elementwise_tolerance() {
+  return 2 * epsilon<T>() + 2 * epsilon<compute_t<T>>();
+}
+
+/// Tolerance of a reduction of n terms relative to the sum of |terms| (worst case of rooftop's
+/// fold, see detail::reduction_depth).
+inline double reduction_tolerance(std::int64_t n, double accumulate_eps) {
+  return detail::reduction_depth(n) * accumulate_eps;
+}
+
+}  // namespace rooftop::test
+
+TYPE_TO_STRING(rooftop::bf16);
+TYPE_TO_STRING(rooftop::fp16);
+
+#define ROOFTOP_DTYPES double, float, rooftop::bf16, rooftop::fp16

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// STREAM-family ops (copy, scale, add, triad, dot) over every dtype and size, against a
+// float64 host reference; preconditions; aliasing and strided Views.
+#include "common.hpp"
+
+#include <rooftop/kernels/stream.hpp>
+
+#include <cmath>
+
+using namespace rooftop;
+using test::Exec;
+using test::host;
+
+namespace {
+
+/// Checks out[i] against reference(x[i], y[i]) with the dtype's elementwise tolerance relative
+/// to magnitude(x[i], y[i]); poisoned (NaN) outputs fail.
+template <class T, class Ref, class Mag>
+void check_elementwise(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& out, Ref reference,
+                       Mag magnitude) {
+  const double tol = test::elementwise_tolerance<T>();
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const double xi = x[i], yi = y.empty() ? 0.0 : y[i];
+    const double want = reference(xi, yi);
+    if (!(std::abs(out[i] - want) <= tol * magnitude(xi, yi) + denorm_min<T>())) {
+      FAIL_CHECK("element " << i << " of " << out.size() << ": got " << out[i] << ", want " << want);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("copy, scale, add, triad match float64", T, ROOFTOP_DTYPES) {
+  const double alpha = -1.75;
+  for (const std::int64_t n : test::sizes) {
+    CAPTURE(n);
+    auto x = test::random_vector<T>(n), y = test::random_vector<T>(n);
+    const auto hx = host(x), hy = host(y);
+    auto abs1 = [](double a, double) { return std::abs(a); };
+
+    auto out = test::poisoned_vector<T>(n);
+    rooftop::copy(Exec(), x, out);
+    CHECK(host(out) == hx);  // exact
+
+    out = test::poisoned_vector<T>(n);
+    rooftop::scale(Exec(), alpha, x, out);
+    check_elementwise<T>(hx, {}, host(out), [&](double a, double) { return alpha * a; },
+                         [&](double a, double) { return std::abs(alpha * a); });
+
+    out = test::poisoned_vector<T>(n);
+    rooftop::add(Exec(), x, y, out);
+    check_elementwise<T>(hx, hy, host(out), [](double a, double b) { return a + b; },
+                         [](double a, double b) { return std::abs(a) + std::abs(b); });
+
+    out = test::poisoned_vector<T>(n);
+    rooftop::triad(Exec(), alpha, x, y, out);
+    check_elementwise<T>(hx, hy, host(out), [&](double a, double b) { return a + alpha * b; },
+                         [&](double a, double b) { return std::abs(a) + std::abs(alpha * b); });
+    (void)abs1;
+  }
+}
+
+TEST_CASE_TEMPLATE("dot matches float64", T, ROOFTOP_DTYPES) {
+  for (const std::int64_t n : test::sizes) {
+    CAPTURE(n);
+    auto x = test::random_vector<T>(n), y = test::random_vector<T>(n);
+    const auto hx = host(x), hy = host(y);
+    double want = 0, magnitude = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      want += hx[i] * hy[i];
+      magnitude += std::abs(hx[i] * hy[i]);
+    }
+    const double got = rooftop::dot(Exec(), x, y);
+    CHECK(std::abs(got - want) <= test::reduction_tolerance(n, epsilon<compute_t<T>>()) * magnitude + 1e-300);
+  }
+}
+
+TEST_CASE_TEMPLATE("dot of small integers is exact (no element dropped or counted twice)", T, ROOFTOP_DTYPES) {
+  for (const std::int64_t n : test::sizes) {
+    CAPTURE(n);
+    test::Vector<T> x("x", n), y("y", n);
+    fill_integers(Exec(), x, test::next_seed(), -3, 3);
+    fill_integers(Exec(), y, test::next_seed(), -3, 3);
+    const auto hx = host(x), hy = host(y);
+    double want = 0;
+    for (std::int64_t i = 0; i < n; ++i) want += hx[i] * hy[i];
+    CHECK(static_cast<double>(rooftop::dot(Exec(), x, y)) == want);
+  }
+}
+
+TEST_CASE_TEMPLATE("outputs may alias inputs; strided Views work", T, ROOFTOP_DTYPES) {
+  const std::int64_t n = 1001;
+  auto x = test::random_vector<T>(n), y = test::random_vector<T>(n);
+  const auto hx = host(x), hy = host(y);
+  rooftop::triad(Exec(), 2.0, x, y, x);  // x = x + 2 y in place
+  check_elementwise<T>(hx, hy, host(x), [](double a, double b) { return a + 2 * b; },
+                       [](double a, double b) { return std::abs(a) + std::abs(2 * b); });
+
+  // Every other element of a (n, 2) LayoutRight matrix: a strided rank-1 View.
+  Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory> m("m", n, 2);
+  auto column = Kokkos::subview(m, Kokkos::ALL, 1);
+  rooftop::copy(Exec(), y, column);
+  CHECK(host(column) == hy);
+  CHECK(host(Kokkos::subview(m, Kokkos::ALL, 0)) == std::vector<double>(n, 0.0));  // untouched
+}
+
+TEST_CASE("default execution space overloads") {
+  auto x = test::random_vector<float>(100), y = test::poisoned_vector<float>(100);
+  rooftop::copy(x, y);
+  CHECK(host(y) == host(x));
+  CHECK(rooftop::dot(x, y) == doctest::Approx(rooftop::dot(Exec(), x, x)));
+}
+
+TEST_CASE("preconditions: mismatched extents throw rooftop::Error naming op and extents") {
+  auto a = test::random_vector<float>(13), b = test::random_vector<float>(12), c = test::poisoned_vector<float>(13);
+  CHECK_THROWS_WITH_AS(rooftop::copy(Exec(), a, b), "copy: x is 13 but y is 12", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::scale(Exec(), 2.0, b, a), "scale: x is 12 but y is 13", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::add(Exec(), a, b, c), "add: x is 13 but y is 12", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::add(Exec(), a, a, b), "add: x is 13 but z is 12", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::triad(Exec(), 2.0, a, b, c), "triad: x is 13 but y is 12", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::triad(Exec(), 2.0, a, a, b), "triad: x is 13 but z is 12", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::dot(Exec(), a, b), "dot: x is 13 but y is 12", rooftop::Error);
+  // Nothing was written: c is still all NaN.
+  for (double v : host(c)) REQUIRE(std::isnan(v));
+}

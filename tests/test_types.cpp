@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// bf16 / fp16 storage types: rounding to nearest even, NaN, Inf, overflow, subnormals, and the
+// same results from conversions run inside a kernel.
+#include "common.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace rooftop;
+
+namespace {
+
+float from_bits32(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Independent float64 references: the value of a half, and the nearest half to a double.
+double half_value(std::uint16_t h) {
+  const int e = (h >> 10) & 31, m = h & 1023;
+  const double v = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+std::uint16_t nearest_half(double d) {
+  const std::uint16_t sign = std::signbit(d) ? 0x8000 : 0;
+  const double a = std::fabs(d);
+  if (a >= 65520.0) return sign | 0x7c00;
+  int lo = 0, hi = 0x7bff;  // positive finite halves are ordered like their bits
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (half_value(static_cast<std::uint16_t>(mid)) <= a) lo = mid; else hi = mid - 1;
+  }
+  int best = lo;
+  if (lo < 0x7bff) {
+    const double below = a - half_value(static_cast<std::uint16_t>(lo)), above = half_value(static_cast<std::uint16_t>(lo + 1)) - a;
+    if (above < below || (above == below && (lo & 1))) best = lo + 1;
+  }
+  return static_cast<std::uint16_t>(sign | best);
+}
+
+}  // namespace
+
+TEST_CASE("fp16: every half converts to float exactly and back to itself") {
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const float f = fp16::from_bits(static_cast<std::uint16_t>(h));
+    const int exponent = (h >> 10) & 31, mantissa = h & 1023;
+    if (exponent == 31 && mantissa != 0) {
+      REQUIRE(std::isnan(f));
+      REQUIRE(std::isnan(float(fp16(f))));
+      continue;
+    }
+    if (exponent == 31) REQUIRE(std::isinf(f));
+    else REQUIRE(static_cast<double>(f) == half_value(static_cast<std::uint16_t>(h)));
+    REQUIRE(std::signbit(f) == static_cast<bool>(h & 0x8000));
+    REQUIRE(fp16(f).bits == h);
+  }
+}
+
+TEST_CASE("fp16: rounding to nearest even, overflow, subnormals, NaN") {
+  CHECK(fp16(1.0f + 0x1p-11f).bits == 0x3c00);               // tie, rounds to even (down)
+  CHECK(fp16(1.0f + 3 * 0x1p-11f).bits == 0x3c02);           // tie, rounds to even (up)
+  CHECK(fp16(1.0f + 0x1p-11f + 0x1p-20f).bits == 0x3c01);    // just above the tie
+  CHECK(fp16(65504.0f).bits == 0x7bff);                      // largest finite
+  CHECK(fp16(65519.0f).bits == 0x7bff);
+  CHECK(fp16(65520.0f).bits == 0x7c00);                      // tie with 65536 rounds to Inf
+  CHECK(fp16(1e10f).bits == 0x7c00);
+  CHECK(fp16(-1e10f).bits == 0xfc00);
+  CHECK(fp16(std::numeric_limits<float>::infinity()).bits == 0x7c00);
+  CHECK(fp16(0x1p-24f).bits == 0x0001);                      // smallest subnormal
+  CHECK(fp16(0x1p-25f).bits == 0x0000);                      // tie with zero: to even
+  CHECK(fp16(0x1p-25f + 0x1p-40f).bits == 0x0001);
+  CHECK(fp16(3 * 0x1p-25f).bits == 0x0002);                  // 1.5 ulp: tie to even (2)
+  CHECK(fp16(0x1p-14f - 0x1p-25f).bits == 0x0400);           // rounds up into the normals
+  CHECK(fp16(-0.0f).bits == 0x8000);
+  CHECK(std::isnan(float(fp16(std::nanf("")))));
+  CHECK(std::isnan(float(fp16(-std::nanf("")))));
+  CHECK(std::isnan(float(fp16(from_bits32(0x7f800001u)))));  // signalling NaN stays NaN
+}
+
+TEST_CASE("fp16: random floats round to the nearest half") {
+  std::mt19937_64 rng(test::next_seed());
+  for (int i = 0; i < 200000; ++i) {
+    // Magnitudes from 2^-30 to 2^17: subnormal, normal and overflowing halves.
+    const std::uint32_t u = static_cast<std::uint32_t>(rng()) & 0x807fffffu;
+    const std::uint32_t exponent = 97 + static_cast<std::uint32_t>(rng() % 48);
+    const float f = from_bits32(u | (exponent << 23));
+    REQUIRE_MESSAGE(fp16(f).bits == nearest_half(f), "f = " << f);
+  }
+}
+
+TEST_CASE("bf16: rounding to nearest even, overflow, subnormals, NaN") {
+  CHECK(bf16(1.0f).bits == 0x3f80);
+  CHECK(bf16(from_bits32(0x3f808000u)).bits == 0x3f80);  // tie, even stays
+  CHECK(bf16(from_bits32(0x3f818000u)).bits == 0x3f82);  // tie, odd rounds up
+  CHECK(bf16(from_bits32(0x3f808001u)).bits == 0x3f81);  // above the tie
+  CHECK(bf16(from_bits32(0x7f7fffffu)).bits == 0x7f80);  // max float rounds to Inf
+  CHECK(bf16(from_bits32(0x7f7f7fffu)).bits == 0x7f7f);  // below the tie stays finite
+  CHECK(bf16(-std::numeric_limits<float>::infinity()).bits == 0xff80);
+  CHECK(bf16(from_bits32(0x00018000u)).bits == 0x0002);  // subnormal tie to even
+  CHECK(bf16(from_bits32(0x00010001u)).bits == 0x0001);
+  CHECK(float(bf16::from_bits(0x0001)) == from_bits32(0x00010000u));
+  CHECK(std::isnan(float(bf16(std::nanf("")))));
+  CHECK(std::isnan(float(bf16(from_bits32(0x7f800001u)))));  // low-payload NaN must not become Inf
+  CHECK(std::isnan(float(bf16(from_bits32(0xffffffffu)))));
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const float f = bf16::from_bits(static_cast<std::uint16_t>(h));
+    if (!std::isnan(f)) REQUIRE(bf16(f).bits == h);
+  }
+}
+
+TEST_CASE_TEMPLATE("conversions inside a kernel match the host", T, rooftop::bf16, rooftop::fp16) {
+  const std::int64_t n = 1 << 16;
+  Kokkos::View<float*, BackendMemory> in("in", n), back("back", n);
+  Kokkos::View<T*, BackendMemory> stored("stored", n);
+  const std::uint64_t seed = test::next_seed();
+  Kokkos::parallel_for(
+      "convert", Kokkos::RangePolicy<test::Exec>(0, n), KOKKOS_LAMBDA(const std::int64_t i) {
+        // Wide range of magnitudes, including subnormal and overflowing ones, and both signs.
+        const std::uint32_t bits = static_cast<std::uint32_t>(hash64(seed, i));
+        in(i) = compat::bit_cast<float>((bits & 0x807fffffu) | ((90u + (bits >> 8) % 60u) << 23));
+        stored(i) = T(in(i));
+        back(i) = float(stored(i));
+      });
+  auto h_in = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), in);
+  auto h_stored = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), stored);
+  auto h_back = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), back);
+  for (std::int64_t i = 0; i < n; ++i) {
+    REQUIRE(h_stored(i).bits == T(h_in(i)).bits);
+    const float expected = float(h_stored(i));
+    REQUIRE(std::memcmp(&h_back(i), &expected, 4) == 0);
+  }
+}
+
+TEST_CASE("dtype names round-trip and unknown names are rejected") {
+  for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::fp16}) CHECK(parse_dtype(dtype_name(d)) == d);
+  CHECK_THROWS_WITH_AS(parse_dtype("int8"), doctest::Contains("unknown dtype 'int8'"), std::invalid_argument);
+}
