@@ -27,13 +27,15 @@ struct Ceilings {
   double llc_bytes = 0;  // last-level cache size the sweep and the cache roof are based on
 
   double dram() const { return bandwidth_gbs.at("dram"); }
-  /// Bandwidth roof for a working set: the cache's if it fits in half the last-level cache
-  /// (when a cache ceiling was measured), else main memory's.
+  /// Bandwidth roof for a working set: the cache's if it may be (partly) cache-resident, else
+  /// main memory's.
   double bandwidth_for(double working_set_bytes) const {
     const auto llc = bandwidth_gbs.find("llc");
     return (llc != bandwidth_gbs.end() && is_cache_resident(working_set_bytes)) ? llc->second : dram();
   }
-  bool is_cache_resident(double working_set_bytes) const { return working_set_bytes <= 0.5 * llc_bytes; }
+  /// Conservative: below 8x the reported last-level cache a working set may still be partly
+  /// cached (VMs often report less cache than the host has), so it is held to the cache roof.
+  bool is_cache_resident(double working_set_bytes) const { return working_set_bytes < 8 * llc_bytes; }
   double peak_for(DType d) const { return d == DType::fp64 ? peak_gflops_fp64 : peak_gflops_fp32; }
   /// Seconds the roofline allows for an op: max(bytes / bandwidth roof, FLOPs / peak).
   double roof_seconds(const Cost& cost, DType d) const {
@@ -143,8 +145,8 @@ template <class Exec>
 Ceilings measure_ceilings(const Exec& exec, bool quick, const std::function<void(const std::string&)>& progress) {
   Ceilings c;
   c.llc_bytes = last_level_cache_bytes();
-  // Main memory: three arrays totalling 16x the last-level cache, at least 512 MB.
-  const double dram_bytes = std::max(16 * c.llc_bytes, 512e6);
+  // Main memory: three arrays totalling 32x the last-level cache, at least 1 GB.
+  const double dram_bytes = std::max(32 * c.llc_bytes, 1e9);
   progress("main-memory bandwidth (working set " + std::to_string(static_cast<long>(dram_bytes / 1e6)) + " MB)");
   for (auto& kv : measure_stream_bandwidth(exec, static_cast<std::int64_t>(dram_bytes / 24), quick, "dram")) c.bandwidth_gbs.insert(kv);
   // Last-level cache: three arrays filling a quarter of it.

@@ -89,9 +89,9 @@ int run(const Options& opt) {
               ceilings.bandwidth_gbs.at("dram_read"), ceilings.bandwidth_gbs.at("llc"), ceilings.peak_gflops_fp32,
               ceilings.peak_gflops_fp64, ceilings.launch_overhead_us);
 
-  // Size sweep by working set: cache-resident, then well beyond the last-level cache.
-  std::vector<double> working_sets = opt.quick ? std::vector<double>{8 * ceilings.llc_bytes}
-                                               : std::vector<double>{ceilings.llc_bytes / 4, 4 * ceilings.llc_bytes, 16 * ceilings.llc_bytes};
+  // Size sweep by working set: cache-resident, then far beyond the last-level cache.
+  std::vector<double> working_sets = opt.quick ? std::vector<double>{32 * ceilings.llc_bytes}
+                                               : std::vector<double>{ceilings.llc_bytes / 4, 32 * ceilings.llc_bytes};
   struct Planned { const OpSpec* spec; DType dtype; std::int64_t n; };
   std::vector<Planned> plan;
   for (const OpSpec* s : ops)
