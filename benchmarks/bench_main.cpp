@@ -51,10 +51,10 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("ceiling_fp64_gflops", std::to_string(ceilings.peak_gflops_fp64));
   benchmark::AddCustomContext("launch_overhead_us", std::to_string(ceilings.launch_overhead_us));
 
-  // One table: ops x dtypes x working sets (cache-resident and 32x the last-level cache).
+  // One table: ops x dtypes x the harness's working sets (cache-resident and main memory).
   for (const OpSpec& spec : op_table())
     for (DType d : spec.dtypes)
-      for (double ws : {ceilings.llc_bytes / 4, 32 * ceilings.llc_bytes}) {
+      for (double ws : {cache_working_set(ceilings.llc_bytes), main_memory_working_set(ceilings.llc_bytes)}) {
         const auto n = static_cast<std::int64_t>(ws / spec.cost(d, 1).bytes);
         const std::string name = spec.name + "/" + dtype_name(d) + "/n:" + std::to_string(n);
         benchmark::RegisterBenchmark(name.c_str(), run_op, &spec, d, n, &ceilings)->UseManualTime()->Unit(benchmark::kMicrosecond);

@@ -44,16 +44,44 @@ std::string utc_timestamp() {
   return buf;
 }
 
+/// Lists every result above its (final) roof: more than 5% above means a wrong byte count or
+/// ceiling, so it is printed as a warning rather than hidden in the report.
+void report_roof_violations(const std::vector<Result>& results) {
+  int above = 0;
+  for (const Result& r : results)
+    if (r.roof_fraction > 1.05) {
+      std::printf("  warning: %s %s/%s at %.0f%% of its %s roof\n", r.op.c_str(), dtype_name(r.dtype),
+                  shape_string(r.shape).c_str(), 100 * r.roof_fraction, r.cache_resident ? "cache" : "main-memory");
+      ++above;
+    }
+  if (!above) std::printf("  every op is within 5%% of its roof or below it\n");
+}
+
 struct Options {
   std::string ops = "copy,scale,add,triad,dot,sum,max,nrm2";
   std::string dtypes = "fp64,fp32,bf16,fp16";
   std::string out = "results";
   std::vector<std::int64_t> sizes;
   bool quick = false;
+  int rounds = 0;  // 0: 3, or 1 with --quick
   std::uint64_t seed = 0;
 };
 
-int run(const Options& opt) {
+void print_header() {
+  std::printf("%-9s %-5s %12s %9s %11s %10s %10s %7s %6s %-8s %s\n", "[#/N]", "op", "dtype/shape", "MB", "time (us)", "GB/s",
+              "GFLOP/s", "AI", "roof", "bound", "verified");
+}
+
+void print_row(const char* tag, const Result& r) {
+  std::printf("%-9s %-5s %4s/%-7s %9.1f %11.1f %10.2f %10.2f %7.3f %5.0f%% %-8s %s%s\n", tag, r.op.c_str(), dtype_name(r.dtype),
+              shape_string(r.shape).c_str(), r.cost.bytes / 1e6, r.timing.seconds_min * 1e6, r.gbs, r.gflops, r.cost.ai(),
+              100 * r.roof_fraction, r.bound.c_str(), r.verified ? "yes" : ("NO: " + r.verify_error).c_str(),
+              r.cache_resident ? " (cache-resident)" : "");
+  std::fflush(stdout);
+}
+
+int run(Options opt) {
+  if (opt.rounds <= 0) opt.rounds = opt.quick ? 1 : 3;
   std::vector<const OpSpec*> ops;
   for (const auto& name : split(opt.ops)) {
     const OpSpec* s = find_op(name);
@@ -79,19 +107,23 @@ int run(const Options& opt) {
     std::printf("note: OMP_PROC_BIND is not set; threads may migrate (set OMP_PROC_BIND=spread OMP_PLACES=threads)\n");
 
   std::printf("\nMeasuring ceilings...\n");
-  const Ceilings ceilings = measure_ceilings(exec, opt.quick, [](const std::string& step) {
+  auto progress = [](const std::string& step) {
     std::printf("  %s\n", step.c_str());
     std::fflush(stdout);
-  });
-  std::printf("\nCeilings: DRAM %.1f GB/s (copy %.1f, triad %.1f, read %.1f), LLC %.1f GB/s, FP32 %.1f GFLOP/s, "
-              "FP64 %.1f GFLOP/s, launch %.2f us\n\n",
-              ceilings.dram(), ceilings.bandwidth_gbs.at("dram_copy"), ceilings.bandwidth_gbs.at("dram_triad"),
-              ceilings.bandwidth_gbs.at("dram_read"), ceilings.bandwidth_gbs.at("llc"), ceilings.peak_gflops_fp32,
+  };
+  Ceilings ceilings = measure_ceilings(exec, opt.quick, progress);
+  auto print_bandwidth = [&ceilings](const char* when) {
+    std::printf("\nBandwidth ceilings %s: DRAM %.1f GB/s (copy %.1f, triad %.1f, read %.1f), LLC %.1f GB/s\n", when,
+                ceilings.dram(), ceilings.bandwidth_gbs.at("dram_copy"), ceilings.bandwidth_gbs.at("dram_triad"),
+                ceilings.bandwidth_gbs.at("dram_read"), ceilings.bandwidth_gbs.at("llc"));
+  };
+  print_bandwidth("(before the sweep)");
+  std::printf("Compute ceilings: FP32 %.1f GFLOP/s, FP64 %.1f GFLOP/s, launch %.2f us\n\n", ceilings.peak_gflops_fp32,
               ceilings.peak_gflops_fp64, ceilings.launch_overhead_us);
 
   // Size sweep by working set: cache-resident, then far beyond the last-level cache.
-  std::vector<double> working_sets = opt.quick ? std::vector<double>{32 * ceilings.llc_bytes}
-                                               : std::vector<double>{ceilings.llc_bytes / 4, 32 * ceilings.llc_bytes};
+  const double cache_ws = cache_working_set(ceilings.llc_bytes), dram_ws = main_memory_working_set(ceilings.llc_bytes);
+  std::vector<double> working_sets = opt.quick ? std::vector<double>{dram_ws} : std::vector<double>{cache_ws, dram_ws};
   struct Planned { const OpSpec* spec; DType dtype; std::int64_t n; };
   std::vector<Planned> plan;
   for (const OpSpec* s : ops)
@@ -104,35 +136,57 @@ int run(const Options& opt) {
       for (std::int64_t n : sizes) plan.push_back({s, d, n});
     }
 
-  std::printf("%-9s %-5s %12s %9s %11s %10s %10s %7s %6s %-8s %s\n", "[#/N]", "op", "dtype/shape", "MB", "time (us)", "GB/s",
-              "GFLOP/s", "AI", "roof", "bound", "verified");
-  std::vector<Result> results;
-  int failures = 0;
-  // Best-of-many, like STREAM: on a shared machine the minimum needs enough samples.
-  const int reps = opt.quick ? 5 : 20;
-  const double min_seconds = opt.quick ? 0.05 : 0.5;
-  for (std::size_t k = 0; k < plan.size(); ++k) {
-    const Planned& p = plan[k];
-    OpInstance inst = p.spec->make(exec, p.dtype, p.n, seed + k);
-    Result r;
-    r.op = p.spec->name;
-    r.dtype = p.dtype;
-    r.shape = inst.shape;
-    r.cost = inst.cost;
-    r.timing = time_repeated(exec, inst.run, 2, reps, min_seconds);
-    r.verify_error = inst.verify();  // after timing: checks the output the timed runs left
-    r.verified = r.verify_error.empty();
-    failures += !r.verified;
-    place_under_roof(r, ceilings);
-    char tag[48];
-    std::snprintf(tag, sizeof tag, "[%zu/%zu]", k + 1, plan.size());
-    std::printf("%-9s %-5s %4s/%-7s %9.1f %11.1f %10.2f %10.2f %7.3f %5.0f%% %-8s %s%s\n", tag, r.op.c_str(), dtype_name(r.dtype),
-                shape_string(r.shape).c_str(), r.cost.bytes / 1e6, r.timing.seconds_min * 1e6, r.gbs, r.gflops, r.cost.ai(),
-                100 * r.roof_fraction, r.bound.c_str(), r.verified ? "yes" : ("NO: " + r.verify_error).c_str(),
-                r.cache_resident ? " (cache-resident)" : "");
-    std::fflush(stdout);
-    results.push_back(r);
+  std::vector<Result> results(plan.size());
+  std::vector<int> failed(plan.size(), 0);
+  // Best-of-many, like STREAM, and spread over rounds: on a shared machine the bandwidth
+  // drifts by tens of percent over seconds, so the samples of each op are taken in several
+  // windows minutes apart (fresh inputs each round), and each ceiling is re-measured after
+  // every round, keeping the best. Every op is verified after each round's timing.
+  const int reps = opt.quick ? 5 : 10;
+  const double min_seconds = opt.quick ? 0.05 : 0.2;
+  for (int round = 0; round < opt.rounds; ++round) {
+    std::printf("Round %d of %d\n", round + 1, opt.rounds);
+    print_header();
+    for (std::size_t k = 0; k < plan.size(); ++k) {
+      const Planned& p = plan[k];
+      OpInstance inst = p.spec->make(exec, p.dtype, p.n, seed + round * plan.size() + k);
+      Result r;
+      r.op = p.spec->name;
+      r.dtype = p.dtype;
+      r.shape = inst.shape;
+      r.cost = inst.cost;
+      r.timing = time_repeated(exec, inst.run, 2, reps, min_seconds);
+      r.verify_error = inst.verify();  // after timing: checks the output the timed runs left
+      failed[k] |= !r.verify_error.empty();
+      if (round > 0) {
+        r.timing = merge(results[k].timing, r.timing);
+        if (r.verify_error.empty()) r.verify_error = results[k].verify_error;
+      }
+      r.verified = !failed[k];
+      place_under_roof(r, ceilings);
+      results[k] = r;
+      char tag[48];
+      std::snprintf(tag, sizeof tag, "[%zu/%zu]", k + 1, plan.size());
+      print_row(tag, r);
+    }
+    std::printf("\nMeasuring bandwidth ceilings again after round %d...\n", round + 1);
+    measure_bandwidth_ceilings(exec, opt.quick, ceilings, progress);
+    print_bandwidth("(best so far)");
+    std::printf("\n");
   }
+
+  if (opt.rounds > 1) {
+    std::printf("Best of %d rounds, under the best ceilings:\n", opt.rounds);
+    print_header();
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      place_under_roof(results[k], ceilings);
+      print_row("", results[k]);
+    }
+  } else {
+    for (Result& r : results) place_under_roof(r, ceilings);
+  }
+  report_roof_violations(results);
+  const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
 
   const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
   write_file(json_path, to_json(sys, ceilings, results).dump(2) + "\n");
@@ -159,6 +213,7 @@ int main(int argc, char** argv) {
   app.add_option("--out", opt.out, "Directory for report.json, report.csv and roofline.svg")->capture_default_str();
   app.add_option("--sizes", opt.sizes, "Element counts to run instead of the working-set sweep")->delimiter(',');
   app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)");
+  app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 3, 1 with --quick)");
   app.add_flag("--quick", opt.quick, "One size beyond the last-level cache, fewer repetitions");
   app.allow_extras();  // --kokkos-* arguments are Kokkos's
   CLI11_PARSE(app, argc, argv);

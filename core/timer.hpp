@@ -8,15 +8,32 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 namespace rooftop {
 
-/// Min and median of repeated timings, in seconds.
+/// Min and median of repeated timings, in seconds, and the samples they come from.
 struct Timing {
   double seconds_min = 0;
   double seconds_median = 0;
   int repetitions = 0;
+  std::vector<double> samples;  // sorted
+
+  explicit Timing(std::vector<double> s = {}) : samples(std::move(s)) {
+    std::sort(samples.begin(), samples.end());
+    const std::size_t n = samples.size();
+    repetitions = static_cast<int>(n);
+    if (n == 0) return;
+    seconds_min = samples.front();
+    seconds_median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  }
+  /// The timings of two runs of the same work taken together (e.g. two rounds of a sweep).
+  friend Timing merge(const Timing& a, const Timing& b) {
+    std::vector<double> all = a.samples;
+    all.insert(all.end(), b.samples.begin(), b.samples.end());
+    return Timing(std::move(all));
+  }
 };
 
 /// Seconds taken by f(), with exec fenced before and after.
@@ -41,13 +58,7 @@ Timing time_repeated(const Exec& exec, F&& f, int warmup, int min_reps, double m
     samples.push_back(time_fenced(exec, f));
     total += samples.back();
   }
-  std::sort(samples.begin(), samples.end());
-  const std::size_t n = samples.size();
-  Timing t;
-  t.seconds_min = samples.front();
-  t.seconds_median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  t.repetitions = static_cast<int>(n);
-  return t;
+  return Timing(std::move(samples));
 }
 
 }  // namespace rooftop
