@@ -14,9 +14,9 @@ using namespace rooftop::harness;
 
 namespace {
 
-void run_op(benchmark::State& state, const OpSpec* spec, DType dtype, std::int64_t n, const Ceilings* ceilings) {
+void run_op(benchmark::State& state, const OpSpec* spec, DType dtype, const Shape& shape, const Ceilings* ceilings) {
   Exec exec;
-  OpInstance inst = spec->make(exec, dtype, n, 0x5eed + static_cast<std::uint64_t>(n));
+  OpInstance inst = spec->make(exec, dtype, shape, 0x5eed + static_cast<std::uint64_t>(shape[0]));
   inst.run();  // warm-up (first touch, caches)
   for (auto _ : state) state.SetIterationTime(time_fenced(exec, inst.run));
   const std::string error = inst.verify();
@@ -55,9 +55,11 @@ int main(int argc, char** argv) {
   for (const OpSpec& spec : op_table())
     for (DType d : spec.dtypes)
       for (double ws : {cache_working_set(ceilings.llc_bytes), main_memory_working_set(ceilings.llc_bytes)}) {
-        const auto n = static_cast<std::int64_t>(ws / spec.cost(d, 1).bytes);
-        const std::string name = spec.name + "/" + dtype_name(d) + "/n:" + std::to_string(n);
-        benchmark::RegisterBenchmark(name.c_str(), run_op, &spec, d, n, &ceilings)->UseManualTime()->Unit(benchmark::kMicrosecond);
+        if (!spec.cache_sizes && ws < main_memory_working_set(ceilings.llc_bytes)) continue;
+        for (const Shape& shape : spec.shapes_for(d, ws)) {
+          const std::string name = spec.name + "/" + dtype_name(d) + "/" + shape_string(shape);
+          benchmark::RegisterBenchmark(name.c_str(), run_op, &spec, d, shape, &ceilings)->UseManualTime()->Unit(benchmark::kMicrosecond);
+        }
       }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

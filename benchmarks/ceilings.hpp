@@ -33,9 +33,9 @@ struct Ceilings {
     const auto llc = bandwidth_gbs.find("llc");
     return (llc != bandwidth_gbs.end() && is_cache_resident(working_set_bytes)) ? llc->second : dram();
   }
-  /// Conservative: below 8x the reported last-level cache a working set may still be partly
+  /// Conservative: below 4x the reported last-level cache a working set may still be partly
   /// cached (VMs often report less cache than the host has), so it is held to the cache roof.
-  bool is_cache_resident(double working_set_bytes) const { return working_set_bytes < 8 * llc_bytes; }
+  bool is_cache_resident(double working_set_bytes) const { return working_set_bytes < 4 * llc_bytes; }
   double peak_for(DType d) const { return d == DType::fp64 ? peak_gflops_fp64 : peak_gflops_fp32; }
   /// Seconds the roofline allows for an op: max(bytes / bandwidth roof, FLOPs / peak).
   double roof_seconds(const Cost& cost, DType d) const {
@@ -60,9 +60,9 @@ inline double last_level_cache_bytes() {
   return largest > 0 ? largest : 32.0 * (1 << 20);
 }
 
-/// Working set (bytes) the harness uses for main memory: 32x the reported last-level cache
-/// (VMs often report less cache than the host has), at least 1 GB.
-inline double main_memory_working_set(double llc_bytes) { return std::max(32 * llc_bytes, 1e9); }
+/// Working set (bytes) the harness uses for main memory: 8x the reported last-level cache, at
+/// least 256 MB, so at most an eighth of it can be served from cache.
+inline double main_memory_working_set(double llc_bytes) { return std::max(8 * llc_bytes, 256e6); }
 /// Working set (bytes) the harness uses for the cache roof: a quarter of the last-level cache.
 inline double cache_working_set(double llc_bytes) { return llc_bytes / 4; }
 

@@ -49,12 +49,6 @@ inline void place_under_roof(Result& r, const Ceilings& c) {
   r.roof_fraction = c.roof_seconds(r.cost, r.dtype) / t;
 }
 
-inline std::string shape_string(const std::vector<std::int64_t>& shape) {
-  std::string s;
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s;
-}
-
 struct SystemInfo {
   std::string backend, kokkos_version, device, compiler, git, timestamp;
   int concurrency = 0;

@@ -57,13 +57,35 @@ void report_roof_violations(const std::vector<Result>& results) {
   if (!above) std::printf("  every op is within 5%% of its roof or below it\n");
 }
 
+/// What fusing bias + GELU + dropout saves: for each chain_fused result, the chain_unfused one
+/// of the same dtype and shape. Printed, and returned for the report.
+nlohmann::json fusion_summary(const std::vector<Result>& results) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Result& fused : results) {
+    if (fused.op != "chain_fused") continue;
+    for (const Result& unfused : results) {
+      if (unfused.op != "chain_unfused" || unfused.dtype != fused.dtype || unfused.shape != fused.shape) continue;
+      const double speedup = unfused.timing.seconds_min / fused.timing.seconds_min;
+      std::printf("  fusion, bias + GELU + dropout, %s/%s: %.1f MB in %.0f us unfused, %.1f MB in %.0f us fused: "
+                  "%.0f%% fewer bytes, %.2fx faster\n",
+                  dtype_name(fused.dtype), shape_string(fused.shape).c_str(), unfused.cost.bytes / 1e6,
+                  unfused.timing.seconds_min * 1e6, fused.cost.bytes / 1e6, fused.timing.seconds_min * 1e6,
+                  100 * (1 - fused.cost.bytes / unfused.cost.bytes), speedup);
+      out.push_back({{"dtype", dtype_name(fused.dtype)}, {"shape", fused.shape}, {"unfused_bytes", unfused.cost.bytes},
+                     {"fused_bytes", fused.cost.bytes}, {"unfused_seconds_min", unfused.timing.seconds_min},
+                     {"fused_seconds_min", fused.timing.seconds_min}, {"speedup", speedup}});
+    }
+  }
+  return out;
+}
+
 struct Options {
-  std::string ops = "copy,scale,add,triad,dot,sum,max,nrm2";
+  std::string ops;  // empty: every op
   std::string dtypes = "fp64,fp32,bf16,fp16";
   std::string out = "results";
   std::vector<std::int64_t> sizes;
   bool quick = false;
-  int rounds = 0;  // 0: 3, or 1 with --quick
+  int rounds = 0;  // 0: 2, or 1 with --quick
   std::uint64_t seed = 0;
 };
 
@@ -81,8 +103,10 @@ void print_row(const char* tag, const Result& r) {
 }
 
 int run(Options opt) {
-  if (opt.rounds <= 0) opt.rounds = opt.quick ? 1 : 3;
+  if (opt.rounds <= 0) opt.rounds = opt.quick ? 1 : 2;
   std::vector<const OpSpec*> ops;
+  if (opt.ops.empty())
+    for (const auto& o : op_table()) opt.ops += (opt.ops.empty() ? "" : ",") + o.name;
   for (const auto& name : split(opt.ops)) {
     const OpSpec* s = find_op(name);
     if (!s) {
@@ -124,17 +148,21 @@ int run(Options opt) {
   // Size sweep by working set: cache-resident, then far beyond the last-level cache.
   const double cache_ws = cache_working_set(ceilings.llc_bytes), dram_ws = main_memory_working_set(ceilings.llc_bytes);
   std::vector<double> working_sets = opt.quick ? std::vector<double>{dram_ws} : std::vector<double>{cache_ws, dram_ws};
-  struct Planned { const OpSpec* spec; DType dtype; std::int64_t n; };
+  struct Planned { const OpSpec* spec; DType dtype; Shape shape; };
   std::vector<Planned> plan;
   for (const OpSpec* s : ops)
     for (DType d : dtypes) {
       if (std::find(s->dtypes.begin(), s->dtypes.end(), d) == s->dtypes.end()) continue;
-      const double bytes_per_element = s->cost(d, 1).bytes;
-      std::vector<std::int64_t> sizes = opt.sizes;
-      if (sizes.empty())
-        for (double ws : working_sets) sizes.push_back(static_cast<std::int64_t>(ws / bytes_per_element));
-      for (std::int64_t n : sizes) plan.push_back({s, d, n});
+      std::vector<Shape> shapes;
+      for (std::int64_t n : opt.sizes)
+        for (const Shape& shape : s->shapes_of_elements(n)) shapes.push_back(shape);
+      if (opt.sizes.empty())
+        for (double ws : working_sets)
+          if (s->cache_sizes || ws == dram_ws)
+            for (const Shape& shape : s->shapes_for(d, ws)) shapes.push_back(shape);
+      for (const Shape& shape : shapes) plan.push_back({s, d, shape});
     }
+  if (plan.empty()) throw std::invalid_argument("nothing to run: none of the ops supports the dtypes asked for");
 
   std::vector<Result> results(plan.size());
   std::vector<int> failed(plan.size(), 0);
@@ -149,7 +177,7 @@ int run(Options opt) {
     print_header();
     for (std::size_t k = 0; k < plan.size(); ++k) {
       const Planned& p = plan[k];
-      OpInstance inst = p.spec->make(exec, p.dtype, p.n, seed + round * plan.size() + k);
+      OpInstance inst = p.spec->make(exec, p.dtype, p.shape, seed + round * plan.size() + k);
       Result r;
       r.op = p.spec->name;
       r.dtype = p.dtype;
@@ -186,10 +214,13 @@ int run(Options opt) {
     for (Result& r : results) place_under_roof(r, ceilings);
   }
   report_roof_violations(results);
+  const nlohmann::json fusion = fusion_summary(results);
   const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
 
   const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
-  write_file(json_path, to_json(sys, ceilings, results).dump(2) + "\n");
+  nlohmann::json report = to_json(sys, ceilings, results);
+  if (!fusion.empty()) report["fusion"] = fusion;
+  write_file(json_path, report.dump(2) + "\n");
   write_file(csv_path, to_csv(results));
   write_file(svg_path, to_svg(sys, ceilings, results));
   std::printf("\nWrote %s, %s and %s\n", json_path.c_str(), csv_path.c_str(), svg_path.c_str());
@@ -208,12 +239,12 @@ int main(int argc, char** argv) {
   Options opt;
   std::string op_list;
   for (const auto& s : op_table()) op_list += (op_list.empty() ? "" : ",") + s.name;
-  app.add_option("--ops", opt.ops, "Comma-separated ops to run (" + op_list + ")")->capture_default_str();
+  app.add_option("--ops", opt.ops, "Comma-separated ops to run (default: all of " + op_list + ")");
   app.add_option("--dtypes", opt.dtypes, "Comma-separated dtypes: fp64,fp32,bf16,fp16")->capture_default_str();
   app.add_option("--out", opt.out, "Directory for report.json, report.csv and roofline.svg")->capture_default_str();
   app.add_option("--sizes", opt.sizes, "Element counts to run instead of the working-set sweep")->delimiter(',');
   app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)");
-  app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 3, 1 with --quick)");
+  app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 2, 1 with --quick)");
   app.add_flag("--quick", opt.quick, "One size beyond the last-level cache, fewer repetitions");
   app.allow_extras();  // --kokkos-* arguments are Kokkos's
   CLI11_PARSE(app, argc, argv);

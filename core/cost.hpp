@@ -15,6 +15,8 @@ struct Cost {
   double bytes = 0;
   /// Arithmetic intensity, FLOPs per compulsory byte (0 for ops without bytes).
   constexpr double ai() const { return bytes > 0 ? flops / bytes : 0; }
+  /// The cost of two calls in sequence (e.g. the kernels of an unfused chain).
+  friend constexpr Cost operator+(const Cost& a, const Cost& b) { return {a.flops + b.flops, a.bytes + b.bytes}; }
 };
 
 /// Bytes of `count` elements of T.

@@ -70,3 +70,13 @@ constexpr void mandate_output() {
   do {                                                                 \
     if (!(cond)) ::rooftop::detail::fail(op, __VA_ARGS__);             \
   } while (false)
+
+namespace rooftop::detail {
+/// Precondition of `op`: Views x and y have the same rank and extents.
+template <class X, class Y>
+void require_same_shape(const char* op, const char* x_name, const X& x, const char* y_name, const Y& y) {
+  bool same = static_cast<int>(X::rank) == static_cast<int>(Y::rank);
+  for (unsigned r = 0; same && r < static_cast<unsigned>(X::rank); ++r) same = x.extent(r) == y.extent(r);
+  ROOFTOP_REQUIRE(same, op, x_name, " is ", shape_of(x), " but ", y_name, " is ", shape_of(y));
+}
+}  // namespace rooftop::detail

@@ -47,9 +47,11 @@ struct CombineReducer {
 
   KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const { dest = combine_(dest, src); }
 #if KOKKOS_VERSION < 40000
-  // Kokkos 3.x also joins through volatile references on some backends.
+  // Kokkos 3.x also joins through volatile references on some backends; this one joins through
+  // plain pointers, so value types need no volatile copy or assignment.
   KOKKOS_INLINE_FUNCTION void join(volatile value_type& dest, const volatile value_type& src) const {
-    dest = combine_(Acc(dest), Acc(src));
+    value_type* d = const_cast<value_type*>(&dest);
+    *d = combine_(*d, *const_cast<const value_type*>(&src));
   }
 #endif
   KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = identity_; }
@@ -75,13 +77,37 @@ struct NanMax {
   KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return (a != a || a > b) ? a : b; }
 };
 
+/// Folds the elements [begin, end) serially into `lanes` independent partials (the compiler
+/// keeps them in SIMD registers; accumulate(part, i) adds element i to a partial), then
+/// combines the partials in a fixed pairwise order. Deterministic for given bounds.
+template <int lanes, class Acc, class Accumulate, class Combine>
+KOKKOS_INLINE_FUNCTION Acc fold_lanes_by(std::int64_t begin, std::int64_t end, Acc identity, const Accumulate& accumulate,
+                                         const Combine& combine) {
+  Acc part[lanes];
+  for (int k = 0; k < lanes; ++k) part[k] = identity;
+  std::int64_t i = begin;
+  for (; i + lanes <= end; i += lanes)  // (lanes) partials, vectorized
+    for (int k = 0; k < lanes; ++k) accumulate(part[k], i + k);
+  for (int k = 0; i + k < end; ++k) accumulate(part[k], i + k);  // tail
+  for (int width = lanes / 2; width > 0; width /= 2)
+    for (int k = 0; k < width; ++k) part[k] = combine(part[k], part[k + width]);
+  return part[0];
+}
+
+/// fold_lanes_by where element i contributes combine(part, value(i)).
+template <int lanes, class Acc, class Value, class Combine>
+KOKKOS_INLINE_FUNCTION Acc fold_lanes(std::int64_t begin, std::int64_t end, Acc identity, const Value& value,
+                                      const Combine& combine) {
+  return fold_lanes_by<lanes>(
+      begin, end, identity, [&](Acc& part, const std::int64_t i) { part = combine(part, value(i)); }, combine);
+}
+
 /// Folds value(i) for i in [0, n) with `combine` (associative and commutative, identity
 /// `identity`) and returns the result; value(i) returns Acc. The order of the fold is fixed
 /// for a given n and thread count.
 template <class Exec, class Acc, class Value, class Combine>
 Acc chunked_reduce(const char* label, const Exec& exec, std::int64_t n, Acc identity, Value value, Combine combine) {
   using Shape = ReductionShape<Exec, Acc>;
-  constexpr int lanes = Shape::lanes;
   constexpr std::int64_t block = Shape::block;
   Acc result = identity;
   if (n == 0) return result;
@@ -90,16 +116,7 @@ Acc chunked_reduce(const char* label, const Exec& exec, std::int64_t n, Acc iden
       KOKKOS_LAMBDA(const std::int64_t b, Acc& update) {
         const std::int64_t begin = b * block;
         const std::int64_t end = begin + block < n ? begin + block : n;
-        Acc part[lanes];
-        for (int k = 0; k < lanes; ++k) part[k] = identity;
-        std::int64_t i = begin;
-        for (; i + lanes <= end; i += lanes)  // (lanes) partials, vectorized
-          for (int k = 0; k < lanes; ++k) part[k] = combine(part[k], value(i + k));
-        for (int k = 0; i + k < end; ++k) part[k] = combine(part[k], value(i + k));  // tail
-        // Pairwise tree in a fixed order: vectorizable and deterministic.
-        for (int width = lanes / 2; width > 0; width /= 2)
-          for (int k = 0; k < width; ++k) part[k] = combine(part[k], part[k + width]);
-        update = combine(update, part[0]);
+        update = combine(update, fold_lanes<Shape::lanes>(begin, end, identity, value, combine));
       },
       CombineReducer<Acc, Combine>(result, identity, combine));
   return result;

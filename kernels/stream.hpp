@@ -13,23 +13,13 @@
 
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
+#include "../core/parallel.hpp"
 #include "../core/reduction.hpp"
 #include "../core/types.hpp"
 
 #include <cstdint>
 
 namespace rooftop {
-
-namespace detail {
-template <class X, class Y>
-void require_same_length(const char* op, const char* x_name, const X& x, const char* y_name, const Y& y) {
-  ROOFTOP_REQUIRE(x.extent(0) == y.extent(0), op, x_name, " is ", shape_of(x), " but ", y_name, " is ", shape_of(y));
-}
-template <class Exec, class View>
-Kokkos::RangePolicy<Exec> elements(const Exec& exec, const View& v) {
-  return Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0));
-}
-}  // namespace detail
 
 // ---- copy ------------------------------------------------------------------------------------
 
@@ -39,7 +29,7 @@ void copy(const Exec& exec, const X& x, const Y& y) {
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
   static_assert(std::is_same_v<typename X::non_const_value_type, typename Y::value_type>, "copy: x and y differ in value type");
-  detail::require_same_length("copy", "x", x, "y", y);
+  detail::require_same_shape("copy", "x", x, "y", y);
   Kokkos::parallel_for("rooftop::copy", detail::elements(exec, y), KOKKOS_LAMBDA(const std::int64_t i) { y(i) = x(i); });
 }
 template <class X, class Y>
@@ -58,7 +48,7 @@ void scale(const Exec& exec, double alpha, const X& x, const Y& y) {
   mandate_output<Exec, Y, 1>();
   using T = typename Y::value_type;
   using C = compute_t<T>;
-  detail::require_same_length("scale", "x", x, "y", y);
+  detail::require_same_shape("scale", "x", x, "y", y);
   const C a = static_cast<C>(alpha);
   Kokkos::parallel_for("rooftop::scale", detail::elements(exec, y), KOKKOS_LAMBDA(const std::int64_t i) { y(i) = T(a * C(x(i))); });
 }
@@ -79,8 +69,8 @@ void add(const Exec& exec, const X& x, const Y& y, const Z& z) {
   mandate_output<Exec, Z, 1>();
   using T = typename Z::value_type;
   using C = compute_t<T>;
-  detail::require_same_length("add", "x", x, "y", y);
-  detail::require_same_length("add", "x", x, "z", z);
+  detail::require_same_shape("add", "x", x, "y", y);
+  detail::require_same_shape("add", "x", x, "z", z);
   Kokkos::parallel_for("rooftop::add", detail::elements(exec, z), KOKKOS_LAMBDA(const std::int64_t i) { z(i) = T(C(x(i)) + C(y(i))); });
 }
 template <class X, class Y, class Z>
@@ -100,8 +90,8 @@ void triad(const Exec& exec, double alpha, const X& x, const Y& y, const Z& z) {
   mandate_output<Exec, Z, 1>();
   using T = typename Z::value_type;
   using C = compute_t<T>;
-  detail::require_same_length("triad", "x", x, "y", y);
-  detail::require_same_length("triad", "x", x, "z", z);
+  detail::require_same_shape("triad", "x", x, "y", y);
+  detail::require_same_shape("triad", "x", x, "z", z);
   const C a = static_cast<C>(alpha);
   Kokkos::parallel_for("rooftop::triad", detail::elements(exec, z),
                        KOKKOS_LAMBDA(const std::int64_t i) { z(i) = T(C(x(i)) + a * C(y(i))); });
@@ -123,7 +113,7 @@ compute_t<typename X::value_type> dot(const Exec& exec, const X& x, const Y& y) 
   mandate_input<Exec, Y, 1>();
   using C = compute_t<typename X::value_type>;
   static_assert(std::is_same_v<C, compute_t<typename Y::value_type>>, "dot: x and y must share a compute type");
-  detail::require_same_length("dot", "x", x, "y", y);
+  detail::require_same_shape("dot", "x", x, "y", y);
   return detail::chunked_reduce(
       "rooftop::dot", exec, static_cast<std::int64_t>(x.extent(0)), C(0),
       KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)) * C(y(i)); }, detail::Plus{});

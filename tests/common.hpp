@@ -36,6 +36,13 @@ inline std::uint64_t next_seed() {
 inline const std::vector<std::int64_t> sizes = {0, 1, 13, 4096 * 3 + 77, (1 << 20) + 7};
 
 template <class T>
+using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory>;
+
+/// Row-wise ops are tested at these row lengths (cols): one, small odd, not a multiple of any
+/// lane count, and a long row.
+inline const std::vector<std::int64_t> row_lengths = {1, 13, 4096 + 77, 32768};
+
+template <class T>
 Vector<T> random_vector(std::int64_t n, double lo = -1, double hi = 1) {
   Vector<T> v("rooftop::test::v", n);
   fill_uniform(Exec(), v, next_seed(), lo, hi);
@@ -49,6 +56,26 @@ Vector<T> poisoned_vector(std::int64_t n) {
   return v;
 }
 
+/// The elements of a contiguous View as a rank-1 View (same memory).
+template <class View>
+Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged> flat(const View& v) {
+  return Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged>(v.data(), v.size());
+}
+
+template <class T>
+Matrix<T> random_matrix(std::int64_t rows, std::int64_t cols, double lo = -1, double hi = 1) {
+  Matrix<T> m("rooftop::test::m", rows, cols);
+  fill_uniform(Exec(), flat(m), next_seed(), lo, hi);
+  return m;
+}
+
+template <class T>
+Matrix<T> poisoned_matrix(std::int64_t rows, std::int64_t cols) {
+  Matrix<T> m("rooftop::test::out", rows, cols);
+  fill_nan(Exec(), flat(m));
+  return m;
+}
+
 /// Values of v as float64 on the host (through the compute type, exactly).
 template <class View>
 std::vector<double> host(const View& v) {
@@ -56,6 +83,17 @@ std::vector<double> host(const View& v) {
   std::vector<double> out(v.extent(0));
   for (std::size_t i = 0; i < out.size(); ++i)
     out[i] = static_cast<double>(static_cast<compute_t<typename View::value_type>>(h(i)));
+  return out;
+}
+
+/// Elements of a (rows, cols) View as float64 on the host, row after row.
+template <class T>
+std::vector<double> host(const Matrix<T>& m) {
+  std::vector<double> out(m.size());
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m);
+  for (std::size_t r = 0; r < m.extent(0); ++r)
+    for (std::size_t c = 0; c < m.extent(1); ++c)
+      out[r * m.extent(1) + c] = static_cast<double>(static_cast<compute_t<T>>(h(r, c)));
   return out;
 }
 
@@ -78,3 +116,5 @@ TYPE_TO_STRING(rooftop::bf16);
 TYPE_TO_STRING(rooftop::fp16);
 
 #define ROOFTOP_DTYPES double, float, rooftop::bf16, rooftop::fp16
+/// Ops whose math is fp32 (activations, softmax, norms, dropout).
+#define ROOFTOP_ML_DTYPES float, rooftop::bf16, rooftop::fp16

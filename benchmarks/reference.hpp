@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// float64 host references for the ML ops and the tolerances their results are held to; the
+/// harness, the benchmarks and the tests all verify through these.
+#pragma once
+
+#include "../core/reduction.hpp"
+#include "../core/types.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace rooftop::reference {
+
+inline double relu(double x) { return x > 0 ? x : (std::isnan(x) ? x : 0.0); }
+inline double gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+inline double gelu_erf(double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }
+inline double silu(double x) { return x / (1 + std::exp(-x)); }
+// (At x = -Inf these give NaN; rooftop's give the limit 0. The random inputs are finite.)
+
+/// softmax of one row (all -Inf gives all 0, as rooftop::softmax documents).
+inline void softmax_row(const double* x, std::int64_t n, double* y) {
+  double m = -std::numeric_limits<double>::infinity(), s = 0;
+  for (std::int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  if (m == -std::numeric_limits<double>::infinity()) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = 0;
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m) / s;
+}
+
+/// layernorm of one row; w and b may be null (1 and 0).
+inline void layernorm_row(const double* x, std::int64_t n, double eps, const double* w, const double* b, double* y) {
+  double mean = 0, var = 0;
+  for (std::int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  for (std::int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= static_cast<double>(n);
+  const double rstd = 1 / std::sqrt(var + eps);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * (w ? w[i] : 1.0) + (b ? b[i] : 0.0);
+}
+
+/// rmsnorm of one row; w may be null (1).
+inline void rmsnorm_row(const double* x, std::int64_t n, double eps, const double* w, double* y) {
+  double squares = 0;
+  for (std::int64_t i = 0; i < n; ++i) squares += x[i] * x[i];
+  const double rrms = 1 / std::sqrt(squares / static_cast<double>(n) + eps);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * rrms * (w ? w[i] : 1.0);
+}
+
+/// Error bound of an fp32-math result stored as T: `fp32_roundings` roundings (or ulps of
+/// approximation) of fp32 relative to `scale`, plus one rounding to T of the result itself.
+template <class T>
+double tolerance(double want, double scale, double fp32_roundings) {
+  return 2 * epsilon<T>() * std::abs(want) + fp32_roundings * epsilon<float>() * scale + denorm_min<T>();
+}
+
+/// Row-wise ops accumulate a row through rooftop's fold: its depth bounds the roundings.
+inline double row_roundings(std::int64_t cols) { return detail::reduction_depth(cols) + 16; }
+
+/// "" if |got[i] - want[i]| <= bound(i) for all i (NaN fails), else the first mismatch.
+template <class Bound>
+std::string compare(const std::vector<double>& got, const std::vector<double>& want, const Bound& bound) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
+    if (!both_nan && !(std::abs(got[i] - want[i]) <= bound(i))) {
+      std::ostringstream msg;
+      msg.precision(9);
+      msg << "element " << i << " of " << got.size() << " is " << got[i] << ", expected " << want[i];
+      return msg.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace rooftop::reference

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Activations: relu, gelu (tanh or erf form), silu elementwise over rank-1 Views; bias_add
+/// and bias_gelu (bias add fused with GELU) over the rows of a (rows, cols) tensor.
+///
+/// Storage fp32, bf16 or fp16; math in fp32 (core/math.hpp: vectorizable exp/erfc), rounded
+/// once to the storage type. Input and output may be the same View.
+#pragma once
+
+#include "../core/cost.hpp"
+#include "../core/error.hpp"
+#include "../core/math.hpp"
+#include "../core/parallel.hpp"
+#include "../core/types.hpp"
+
+#include <cstdint>
+
+namespace rooftop {
+
+/// Which GELU: the tanh approximation (GPT-2, BERT) or the exact erf form (PyTorch default).
+enum class Gelu { tanh, erf };
+
+namespace detail {
+template <class T>
+constexpr void mandate_fp32_math() {
+  static_assert(!std::is_same_v<std::remove_const_t<T>, double>, "rooftop activations: fp32, bf16 or fp16 storage");
+}
+
+/// y(i) = f(x(i)) in fp32 for rank-1 x, y.
+template <class Exec, class X, class Y, class F>
+void map_elements(const char* label, const char* op, const Exec& exec, const X& x, const Y& y, const F& f) {
+  mandate_input<Exec, X, 1>();
+  mandate_output<Exec, Y, 1>();
+  using T = typename Y::value_type;
+  mandate_fp32_math<T>();
+  require_same_shape(op, "x", x, "y", y);
+  Kokkos::parallel_for(label, elements(exec, y), KOKKOS_LAMBDA(const std::int64_t i) { y(i) = T(f(float(x(i)))); });
+}
+
+/// y(r, c) = f(x(r, c) + bias(c), r, c) in fp32 for (rows, cols) x, y and (cols) bias.
+template <class Exec, class X, class B, class Y, class F>
+void map_rows_with_bias(const char* label, const char* op, const Exec& exec, const X& x, const B& bias, const Y& y,
+                        const F& f) {
+  mandate_input<Exec, X, 2>();
+  mandate_input<Exec, B, 1>();
+  mandate_output<Exec, Y, 2>();
+  using T = typename Y::value_type;
+  mandate_fp32_math<T>();
+  require_same_shape(op, "x", x, "y", y);
+  ROOFTOP_REQUIRE(bias.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but bias is ", shape_of(bias),
+                  " (expected ", x.extent(1), ")");
+  const auto cols = static_cast<std::int64_t>(x.extent(1));
+  for_each_row(label, exec, static_cast<std::int64_t>(x.extent(0)), KOKKOS_LAMBDA(const RowTeam<Exec>& r) {
+    r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(f(float(x(r.row, c)) + float(bias(c)), r.row, c)); });
+  });
+}
+
+struct Relu {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::select(v > 0.0f || v != v, v, 0.0f); }
+};
+struct GeluTanh {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::gelu_tanh(v); }
+};
+struct GeluErf {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::gelu_erf(v); }
+};
+/// Calls f with the functor of the selected GELU form (chosen on the host, so each kernel
+/// compiles one straight-line form).
+template <class F>
+void with_gelu(Gelu form, const F& f) {
+  if (form == Gelu::tanh) {
+    f(GeluTanh{});
+  } else {
+    f(GeluErf{});
+  }
+}
+struct Silu {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::silu(v); }
+};
+struct Identity {
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return v; }
+};
+/// A function of the value alone, for map_rows_with_bias.
+template <class F>
+struct Pointwise {
+  F f;
+  KOKKOS_INLINE_FUNCTION float operator()(float v, std::int64_t, std::int64_t) const { return f(v); }
+};
+
+/// Elementwise cost over n elements of T: `flops` each; read x, write y.
+template <class T>
+constexpr Cost unary_cost(std::int64_t n, double flops) { return {flops * n, bytes_of<T>(2.0 * n)}; }
+/// Row-wise bias op over (rows, cols) of T: `flops` each; read x and bias, write y.
+template <class T>
+constexpr Cost bias_cost(std::int64_t rows, std::int64_t cols, double flops) {
+  return {flops * rows * cols, bytes_of<T>(2.0 * rows * cols + cols)};
+}
+}  // namespace detail
+
+// FLOPs per element counted by the cost models: the arithmetic of the formula, with exp, erf
+// and a division counted as one each (what the roofline compares is bytes, these ops being far
+// left of the ridge point).
+
+// ---- relu ------------------------------------------------------------------------------------
+
+/// y = max(x, 0) (NaN stays NaN). Throws rooftop::Error if the extents differ.
+template <class Exec, class X, class Y>
+void relu(const Exec& exec, const X& x, const Y& y) {
+  detail::map_elements("rooftop::relu", "relu", exec, x, y, detail::Relu{});
+}
+template <class X, class Y>
+void relu(const X& x, const Y& y) { relu(typename Y::execution_space{}, x, y); }
+
+/// Cost of relu over n elements of T: one comparison each; read x, write y.
+template <class T>
+constexpr Cost relu_cost(std::int64_t n) { return detail::unary_cost<T>(n, 1); }
+
+// ---- gelu ------------------------------------------------------------------------------------
+
+/// y = GELU(x), tanh form (default) or erf form. Throws rooftop::Error if the extents differ.
+template <class Exec, class X, class Y>
+void gelu(const Exec& exec, const X& x, const Y& y, Gelu form = Gelu::tanh) {
+  detail::with_gelu(form, [&](auto g) { detail::map_elements("rooftop::gelu", "gelu", exec, x, y, g); });
+}
+template <class X, class Y>
+void gelu(const X& x, const Y& y, Gelu form = Gelu::tanh) { gelu(typename Y::execution_space{}, x, y, form); }
+
+/// Cost of gelu over n elements of T: 8 FLOPs each (tanh form: 3 for the cubic, 2 scalings,
+/// exp, add, divide); read x, write y.
+template <class T>
+constexpr Cost gelu_cost(std::int64_t n) { return detail::unary_cost<T>(n, 8); }
+
+// ---- silu ------------------------------------------------------------------------------------
+
+/// y = x * sigmoid(x). Throws rooftop::Error if the extents differ.
+template <class Exec, class X, class Y>
+void silu(const Exec& exec, const X& x, const Y& y) {
+  detail::map_elements("rooftop::silu", "silu", exec, x, y, detail::Silu{});
+}
+template <class X, class Y>
+void silu(const X& x, const Y& y) { silu(typename Y::execution_space{}, x, y); }
+
+/// Cost of silu over n elements of T: 4 FLOPs each (negate, exp, add, divide); read x, write y.
+template <class T>
+constexpr Cost silu_cost(std::int64_t n) { return detail::unary_cost<T>(n, 4); }
+
+// ---- bias_add --------------------------------------------------------------------------------
+
+/// y(r, c) = x(r, c) + bias(c) for (rows, cols) x and y, (cols) bias. Throws rooftop::Error if
+/// the extents do not match.
+template <class Exec, class X, class B, class Y>
+void bias_add(const Exec& exec, const X& x, const B& bias, const Y& y) {
+  detail::map_rows_with_bias("rooftop::bias_add", "bias_add", exec, x, bias, y,
+                             detail::Pointwise<detail::Identity>{{}});
+}
+template <class X, class B, class Y>
+void bias_add(const X& x, const B& bias, const Y& y) { bias_add(typename Y::execution_space{}, x, bias, y); }
+
+/// Cost of bias_add over (rows, cols) of T: one add each; read x and bias, write y.
+template <class T>
+constexpr Cost bias_add_cost(std::int64_t rows, std::int64_t cols) { return detail::bias_cost<T>(rows, cols, 1); }
+
+// ---- bias_gelu -------------------------------------------------------------------------------
+
+/// y(r, c) = GELU(x(r, c) + bias(c)) in one pass. Throws rooftop::Error if the extents do not
+/// match.
+template <class Exec, class X, class B, class Y>
+void bias_gelu(const Exec& exec, const X& x, const B& bias, const Y& y, Gelu form = Gelu::tanh) {
+  detail::with_gelu(form, [&](auto g) {
+    detail::map_rows_with_bias("rooftop::bias_gelu", "bias_gelu", exec, x, bias, y, detail::Pointwise<decltype(g)>{g});
+  });
+}
+template <class X, class B, class Y>
+void bias_gelu(const X& x, const B& bias, const Y& y, Gelu form = Gelu::tanh) {
+  bias_gelu(typename Y::execution_space{}, x, bias, y, form);
+}
+
+/// Cost of bias_gelu over (rows, cols) of T: the add plus gelu's 8; read x and bias, write y.
+template <class T>
+constexpr Cost bias_gelu_cost(std::int64_t rows, std::int64_t cols) { return detail::bias_cost<T>(rows, cols, 9); }
+
+}  // namespace rooftop

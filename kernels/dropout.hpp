@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Dropout with a counter-based generator, and the fused bias + GELU + dropout chain.
+///
+/// Element i is kept iff hash(seed, offset + i) >= p * 2^32, where the hash is two rounds of
+/// MurmurHash3's 32-bit finalizer keyed by the seed: the mask is a pure function of (seed,
+/// offset, index), so it is the same on every backend and thread count, and no mask is stored
+/// (the backward pass recomputes it from the same seed and offset). Kept values are scaled by
+/// 1 / (1 - p); p = 0 copies, p = 1 zeroes.
+///
+/// Storage fp32, bf16 or fp16; math in fp32. Input and output may be the same View.
+#pragma once
+
+#include "activation.hpp"
+
+#include <cstdint>
+
+namespace rooftop {
+
+/// The keep/drop decision and scaling of one dropout call.
+struct DropoutMask {
+  std::uint32_t key0 = 0, key1 = 0;
+  std::uint64_t threshold = 0;  // keep iff hash >= threshold; 2^32 drops everything
+  float scale = 1;
+
+  /// Mask for drop probability p (in [0, 1]) and `seed`; elements are numbered from `offset`.
+  DropoutMask(double p, std::uint64_t seed, std::uint64_t offset) : offset_(offset) {
+    // splitmix64 of the seed: nearby seeds give unrelated keys.
+    std::uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    key0 = static_cast<std::uint32_t>(z);
+    key1 = static_cast<std::uint32_t>(z >> 32);
+    threshold = static_cast<std::uint64_t>(p * 4294967296.0 + 0.5);
+    scale = p < 1 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
+  }
+
+  KOKKOS_FORCEINLINE_FUNCTION static std::uint32_t fmix32(std::uint32_t h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+  }
+  /// Whether element i (counted from the offset) is kept. 32-bit arithmetic only, so it
+  /// vectorizes on CPUs without 64-bit multiplies.
+  KOKKOS_FORCEINLINE_FUNCTION bool keep(std::uint64_t i) const {
+    const std::uint64_t counter = offset_ + i;
+    const std::uint32_t h = fmix32(fmix32(static_cast<std::uint32_t>(counter) ^ key0) ^ static_cast<std::uint32_t>(counter >> 32) ^ key1);
+    return h >= threshold;
+  }
+  /// v scaled if element i is kept, else 0.
+  KOKKOS_FORCEINLINE_FUNCTION float apply(float v, std::uint64_t i) const { return math::select(keep(i), v * scale, 0.0f); }
+
+  std::uint64_t offset_;
+};
+
+namespace detail {
+/// dropout(gelu(v)) for element (r, c) of a tensor with `cols` columns.
+template <class G>
+struct GeluDropout {
+  G gelu;
+  DropoutMask mask;
+  std::uint64_t cols;
+  KOKKOS_INLINE_FUNCTION float operator()(float v, std::int64_t r, std::int64_t c) const {
+    return mask.apply(gelu(v), static_cast<std::uint64_t>(r) * cols + static_cast<std::uint64_t>(c));
+  }
+};
+
+inline void require_probability(const char* op, double p) {
+  ROOFTOP_REQUIRE(p >= 0 && p <= 1, op, "drop probability p is ", p, ", expected 0 <= p <= 1");
+}
+}  // namespace detail
+
+// ---- dropout ---------------------------------------------------------------------------------
+
+/// y(i) = x(i) / (1 - p) if element i is kept, else 0 (see DropoutMask). Throws rooftop::Error
+/// if the extents differ or p is outside [0, 1].
+template <class Exec, class X, class Y>
+void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t seed, std::uint64_t offset = 0) {
+  mandate_input<Exec, X, 1>();
+  mandate_output<Exec, Y, 1>();
+  using T = typename Y::value_type;
+  detail::mandate_fp32_math<T>();
+  detail::require_same_shape("dropout", "x", x, "y", y);
+  detail::require_probability("dropout", p);
+  const DropoutMask mask(p, seed, offset);
+  Kokkos::parallel_for("rooftop::dropout", detail::elements(exec, y),
+                       KOKKOS_LAMBDA(const std::int64_t i) { y(i) = T(mask.apply(float(x(i)), i)); });
+}
+template <class X, class Y>
+void dropout(const X& x, const Y& y, double p, std::uint64_t seed, std::uint64_t offset = 0) {
+  dropout(typename Y::execution_space{}, x, y, p, seed, offset);
+}
+
+/// Cost of dropout over n elements of T: one multiply each; read x, write y.
+template <class T>
+constexpr Cost dropout_cost(std::int64_t n) { return detail::unary_cost<T>(n, 1); }
+
+// ---- bias_gelu_dropout -----------------------------------------------------------------------
+
+/// y = dropout(GELU(x + bias)) in one pass over (rows, cols) x and y, (cols) bias: the same
+/// result as bias_add, gelu and dropout in sequence over the flattened tensor (element (r, c)
+/// is number r * cols + c for the mask), without the two intermediates in memory. Throws
+/// rooftop::Error if the extents do not match or p is outside [0, 1].
+template <class Exec, class X, class B, class Y>
+void bias_gelu_dropout(const Exec& exec, const X& x, const B& bias, const Y& y, double p, std::uint64_t seed,
+                       std::uint64_t offset = 0, Gelu form = Gelu::tanh) {
+  detail::require_probability("bias_gelu_dropout", p);
+  const DropoutMask mask(p, seed, offset);
+  const auto cols = static_cast<std::uint64_t>(x.extent(1));  // (rows, cols), checked by map_rows_with_bias
+  detail::with_gelu(form, [&](auto gelu) {
+    detail::map_rows_with_bias("rooftop::bias_gelu_dropout", "bias_gelu_dropout", exec, x, bias, y,
+                               detail::GeluDropout<decltype(gelu)>{gelu, mask, cols});
+  });
+}
+template <class X, class B, class Y>
+void bias_gelu_dropout(const X& x, const B& bias, const Y& y, double p, std::uint64_t seed, std::uint64_t offset = 0,
+                       Gelu form = Gelu::tanh) {
+  bias_gelu_dropout(typename Y::execution_space{}, x, bias, y, p, seed, offset, form);
+}
+
+/// Cost of bias_gelu_dropout over (rows, cols) of T: bias_gelu's 9 plus the dropout multiply;
+/// read x and bias, write y.
+template <class T>
+constexpr Cost bias_gelu_dropout_cost(std::int64_t rows, std::int64_t cols) { return detail::bias_cost<T>(rows, cols, 10); }
+
+}  // namespace rooftop

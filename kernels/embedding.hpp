@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// embedding: out(t, :) = table(ids(t), :) for (vocab, dim) table, (tokens) integer ids and
+/// (tokens, dim) out.
+///
+/// Ids are int32 or int64. An id outside [0, vocab) is never read through: its output row is
+/// written with zeros and the call throws rooftop::Error naming the first such token and its
+/// id. The check costs no second pass: the gather itself reduces the index of the first bad
+/// token. Storage any dtype (a gather does no arithmetic).
+#pragma once
+
+#include "../core/cost.hpp"
+#include "../core/error.hpp"
+#include "../core/parallel.hpp"
+#include "../core/types.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace rooftop {
+
+/// out(t, :) = table(ids(t), :). Throws rooftop::Error if the extents do not match or an id is
+/// out of range (after the gather; the rows of bad ids are zero).
+template <class Exec, class Table, class Ids, class Out>
+void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& out) {
+  mandate_input<Exec, Table, 2>();
+  mandate_input<Exec, Ids, 1>();
+  mandate_output<Exec, Out, 2>();
+  using Id = std::remove_const_t<typename Ids::value_type>;
+  static_assert(std::is_same_v<Id, std::int32_t> || std::is_same_v<Id, std::int64_t>, "embedding: ids are int32 or int64");
+  static_assert(std::is_same_v<typename Table::non_const_value_type, typename Out::value_type>,
+                "embedding: table and out differ in value type");
+  ROOFTOP_REQUIRE(out.extent(0) == ids.extent(0) && out.extent(1) == table.extent(1), "embedding", "table is ",
+                  shape_of(table), " and ids is ", shape_of(ids), " but out is ", shape_of(out), " (expected ",
+                  ids.extent(0), "x", table.extent(1), ")");
+  using Member = typename detail::RowTeam<Exec>::Member;
+  using T = typename Out::value_type;
+  const auto vocab = static_cast<std::int64_t>(table.extent(0)), dim = static_cast<std::int64_t>(table.extent(1));
+  constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
+  std::int64_t first_bad = none;
+  Kokkos::parallel_reduce(
+      "rooftop::embedding", detail::row_policy(exec, static_cast<std::int64_t>(ids.extent(0))),
+      KOKKOS_LAMBDA(const Member& member, std::int64_t& bad) {
+        const detail::RowTeam<Exec> r{member, static_cast<std::int64_t>(member.league_rank())};
+        const std::int64_t id = ids(r.row);
+        if (id >= 0 && id < vocab) {
+          r.for_each(dim, [&](const std::int64_t c) { out(r.row, c) = table(id, c); });
+        } else {
+          r.for_each(dim, [&](const std::int64_t c) { out(r.row, c) = T(0.0f); });
+          bad = r.row < bad ? r.row : bad;
+        }
+      },
+      Kokkos::Min<std::int64_t>(first_bad));
+  if (first_bad != none) {
+    const auto host_ids = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(ids, std::make_pair(first_bad, first_bad + 1)));
+    detail::fail("embedding", "ids(", first_bad, ") is ", static_cast<std::int64_t>(host_ids(0)), ", outside the table's ",
+                 vocab, " rows (table is ", shape_of(table), ")");
+  }
+}
+template <class Table, class Ids, class Out>
+void embedding(const Table& table, const Ids& ids, const Out& out) {
+  embedding(typename Out::execution_space{}, table, ids, out);
+}
+
+/// Cost of embedding `tokens` rows of `dim` T with Id indices: no FLOPs; read the ids and the
+/// gathered rows, write out.
+template <class T, class Id = std::int64_t>
+constexpr Cost embedding_cost(std::int64_t tokens, std::int64_t dim) {
+  return {0, bytes_of<T>(2.0 * tokens * dim) + static_cast<double>(sizeof(Id)) * tokens};
+}
+
+}  // namespace rooftop

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Normalization over the last axis of a (rows, cols) tensor:
+///   layernorm: y = (x - mean) / sqrt(var + eps) * weight + bias   (var: biased, 1/cols)
+///   rmsnorm:   y = x / sqrt(mean(x^2) + eps) * weight
+///
+/// weight and bias are (cols) Views, or empty Views for none (weight 1, bias 0). Storage fp32,
+/// bf16 or fp16; statistics accumulate in fp32. Each row is read from memory once; the later
+/// passes over it come from cache for rows up to the size of L2. x and y may be the same View.
+#pragma once
+
+#include "../core/cost.hpp"
+#include "../core/error.hpp"
+#include "../core/parallel.hpp"
+#include "../core/types.hpp"
+
+#include <cstdint>
+
+namespace rooftop {
+
+namespace detail {
+/// A pair of fp32 sums, folded together.
+struct SumPair {
+  float a, b;
+};
+struct PlusPair {
+  KOKKOS_INLINE_FUNCTION SumPair operator()(const SumPair& x, const SumPair& y) const { return {x.a + y.a, x.b + y.b}; }
+};
+
+template <class Exec, class X, class Y, class W>
+void require_norm_args(const char* op, const X& x, const Y& y, const W& w, const char* w_name, double eps) {
+  mandate_input<Exec, X, 2>();
+  mandate_output<Exec, Y, 2>();
+  mandate_input<Exec, W, 1>();
+  static_assert(!std::is_same_v<typename Y::value_type, double>, "rooftop norms: fp32, bf16 or fp16 storage");
+  require_same_shape(op, "x", x, "y", y);
+  ROOFTOP_REQUIRE(w.extent(0) == 0 || w.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but ", w_name, " is ",
+                  shape_of(w), " (expected ", x.extent(1), " or 0 for none)");
+  ROOFTOP_REQUIRE(eps >= 0, op, "eps is ", eps, ", expected >= 0");
+}
+}  // namespace detail
+
+// ---- layernorm -------------------------------------------------------------------------------
+
+/// LayerNorm over the last axis of (rows, cols) x into y, with optional (cols) weight and bias
+/// (empty Views for none). Throws rooftop::Error if the extents do not match or eps < 0.
+template <class Exec, class X, class Y, class W, class B>
+void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight, const B& bias) {
+  detail::require_norm_args<Exec>("layernorm", x, y, weight, "weight", eps);
+  detail::require_norm_args<Exec>("layernorm", x, y, bias, "bias", eps);
+  using T = typename Y::value_type;
+  const auto cols = static_cast<std::int64_t>(x.extent(1));
+  const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
+  const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
+  detail::for_each_row("rooftop::layernorm", exec, static_cast<std::int64_t>(x.extent(0)),
+                       KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
+                         const float mean0 = inv_cols * r.reduce(cols, 0.0f, [&](const std::int64_t c) { return float(x(r.row, c)); },
+                                                                 detail::Plus{});
+                         // Corrected two-pass: the deviations' own sum fixes the rounding of
+                         // mean0, so a constant row has exactly zero variance.
+                         const detail::SumPair dev = r.reduce(
+                             cols, detail::SumPair{0.0f, 0.0f},
+                             [&](const std::int64_t c) {
+                               const float d = float(x(r.row, c)) - mean0;
+                               return detail::SumPair{d, d * d};
+                             },
+                             detail::PlusPair{});
+                         const float mean = mean0 + dev.a * inv_cols;
+                         const float var = (dev.b - dev.a * dev.a * inv_cols) * inv_cols;
+                         const float rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + e);
+                         // One loop per case, so none loads a parameter under a condition
+                         // (which would keep the loop from vectorizing).
+                         auto write = [&](const auto& w, const auto& b) {
+                           r.for_each(cols, [&](const std::int64_t c) {
+                             y(r.row, c) = T(compat::fma((float(x(r.row, c)) - mean) * rstd, w(c), b(c)));
+                           });
+                         };
+                         auto weight_of = [&](const std::int64_t c) { return float(weight(c)); };
+                         auto bias_of = [&](const std::int64_t c) { return float(bias(c)); };
+                         auto one = [](std::int64_t) { return 1.0f; };
+                         auto zero = [](std::int64_t) { return 0.0f; };
+                         if (has_weight && has_bias) write(weight_of, bias_of);
+                         else if (has_weight) write(weight_of, zero);
+                         else if (has_bias) write(one, bias_of);
+                         else write(one, zero);
+                       });
+}
+template <class Exec, class X, class Y>
+void layernorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-5) {
+  const Kokkos::View<const typename Y::value_type*, typename Y::memory_space> none;
+  layernorm(exec, x, y, eps, none, none);
+}
+template <class X, class Y, class W, class B>
+void layernorm(const X& x, const Y& y, double eps, const W& weight, const B& bias) {
+  layernorm(typename Y::execution_space{}, x, y, eps, weight, bias);
+}
+
+/// Cost of layernorm over (rows, cols) of T with weight and bias: 10 FLOPs per entry (add for
+/// the mean; subtract, multiply-add, add for the deviations; subtract, multiply, multiply-add
+/// for the output); read x, weight and bias once, write y.
+template <class T>
+constexpr Cost layernorm_cost(std::int64_t rows, std::int64_t cols) {
+  return {10.0 * rows * cols, bytes_of<T>(2.0 * rows * cols + 2.0 * cols)};
+}
+
+// ---- rmsnorm ---------------------------------------------------------------------------------
+
+/// RMSNorm over the last axis of (rows, cols) x into y, with optional (cols) weight (empty
+/// View for none). Throws rooftop::Error if the extents do not match or eps < 0.
+template <class Exec, class X, class Y, class W>
+void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight) {
+  detail::require_norm_args<Exec>("rmsnorm", x, y, weight, "weight", eps);
+  using T = typename Y::value_type;
+  const auto cols = static_cast<std::int64_t>(x.extent(1));
+  const bool has_weight = weight.extent(0) != 0;
+  const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
+  detail::for_each_row("rooftop::rmsnorm", exec, static_cast<std::int64_t>(x.extent(0)),
+                       KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
+                         const float squares = r.reduce(
+                             cols, 0.0f,
+                             [&](const std::int64_t c) {
+                               const float v = float(x(r.row, c));
+                               return v * v;
+                             },
+                             detail::Plus{});
+                         const float rrms = 1.0f / compat::sqrt(squares * inv_cols + e);
+                         if (has_weight) {
+                           r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(float(x(r.row, c)) * rrms * float(weight(c))); });
+                         } else {
+                           r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(float(x(r.row, c)) * rrms); });
+                         }
+                       });
+}
+template <class Exec, class X, class Y>
+void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-6) {
+  rmsnorm(exec, x, y, eps, Kokkos::View<const typename Y::value_type*, typename Y::memory_space>());
+}
+template <class X, class Y, class W>
+void rmsnorm(const X& x, const Y& y, double eps, const W& weight) {
+  rmsnorm(typename Y::execution_space{}, x, y, eps, weight);
+}
+
+/// Cost of rmsnorm over (rows, cols) of T with weight: 4 FLOPs per entry (multiply-add for the
+/// squares; two multiplies for the output); read x and weight once, write y.
+template <class T>
+constexpr Cost rmsnorm_cost(std::int64_t rows, std::int64_t cols) {
+  return {4.0 * rows * cols, bytes_of<T>(2.0 * rows * cols + cols)};
+}
+
+}  // namespace rooftop

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// softmax over the last axis of a (rows, cols) tensor:
+///   y(r, c) = exp(x(r, c) - max_r) / sum_c' exp(x(r, c') - max_r)
+///
+/// Numerically stable (every exponent is <= 0, so logits of +-1e4 cannot overflow) with an
+/// online max and sum: one pass reads the row and keeps, per partial, the running max m and
+/// the sum s of exp(x - m), rescaling s when m grows; a second pass (from cache for rows up to
+/// the size of L2) writes the output. -Inf entries (masked) get 0. A row whose entries are all
+/// -Inf gets all 0 (there is nothing to normalize; attention over a fully masked row then
+/// contributes nothing, unlike the NaN of a literal 0/0). A NaN or +Inf entry makes its row
+/// NaN.
+///
+/// Storage fp32, bf16 or fp16; math and accumulation in fp32. x and y may be the same View.
+#pragma once
+
+#include "../core/cost.hpp"
+#include "../core/error.hpp"
+#include "../core/math.hpp"
+#include "../core/parallel.hpp"
+#include "../core/types.hpp"
+
+#include <cstdint>
+#include <limits>
+
+namespace rooftop {
+
+namespace detail {
+/// Running max m and sum s of exp(x - m) over some of a row's entries.
+struct MaxSum {
+  float m, s;
+
+  /// Adds one entry: one exp, whichever of m and v is larger (branch-free, so it vectorizes).
+  KOKKOS_INLINE_FUNCTION void add(float v) {
+    const bool grows = v > m;
+    const float e = math::exp(math::select(grows, m - v, v - m));  // of a value <= 0; NaN only if both are -Inf
+    const bool masked = v == -std::numeric_limits<float>::infinity();
+    s = math::select(grows, compat::fma(s, e, 1.0f), math::select(masked, s, s + e));
+    m = math::select(grows, v, m);
+  }
+};
+
+/// Merges two partials.
+struct CombineMaxSum {
+  KOKKOS_INLINE_FUNCTION MaxSum operator()(const MaxSum& a, const MaxSum& b) const {
+    const float m = a.m > b.m ? a.m : b.m;
+    // A partial whose max is the overall max needs no rescaling (and -Inf - -Inf is NaN).
+    const float sa = math::select(a.m == m, a.s, a.s * math::exp(a.m - m));
+    const float sb = math::select(b.m == m, b.s, b.s * math::exp(b.m - m));
+    return {m, sa + sb};
+  }
+};
+}  // namespace detail
+
+/// y = softmax(x) over the last axis of (rows, cols) x and y. Throws rooftop::Error if the
+/// extents differ.
+template <class Exec, class X, class Y>
+void softmax(const Exec& exec, const X& x, const Y& y) {
+  mandate_input<Exec, X, 2>();
+  mandate_output<Exec, Y, 2>();
+  using T = typename Y::value_type;
+  static_assert(!std::is_same_v<T, double>, "softmax: fp32, bf16 or fp16 storage");
+  detail::require_same_shape("softmax", "x", x, "y", y);
+  const auto cols = static_cast<std::int64_t>(x.extent(1));
+  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+  detail::for_each_row("rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
+                       KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
+                         const detail::MaxSum total = r.reduce_by(
+                             cols, detail::MaxSum{minus_inf, 0.0f},
+                             [&](detail::MaxSum& part, const std::int64_t c) { part.add(float(x(r.row, c))); },
+                             detail::CombineMaxSum{});
+                         // All -Inf: write 0 (m = -Inf would make every exponent NaN).
+                         const float m = total.m == minus_inf ? 0.0f : total.m;
+                         const float inv = total.m == minus_inf ? 0.0f : 1.0f / total.s;
+                         r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(math::exp(float(x(r.row, c)) - m) * inv); });
+                       });
+}
+template <class X, class Y>
+void softmax(const X& x, const Y& y) { softmax(typename Y::execution_space{}, x, y); }
+
+/// Cost of softmax over (rows, cols) of T: 7 FLOPs per entry (compare, subtract, exp, add for
+/// the online max and sum; subtract, exp, multiply for the output); read x once, write y once.
+template <class T>
+constexpr Cost softmax_cost(std::int64_t rows, std::int64_t cols) {
+  return {7.0 * rows * cols, bytes_of<T>(2.0 * rows * cols)};
+}
+
+}  // namespace rooftop

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Activations (relu, gelu tanh/erf, silu) and the row-wise bias ops (bias_add, bias_gelu) over
+// every ML dtype and size, against float64; special values; preconditions.
+#include "common.hpp"
+
+#include "../benchmarks/reference.hpp"
+
+#include <rooftop/kernels/activation.hpp>
+
+#include <cmath>
+#include <limits>
+
+using namespace rooftop;
+using test::Exec;
+using test::host;
+
+namespace {
+
+/// Checks y = f(x) elementwise: `ulps` fp32 roundings relative to |x| + |f(x)|, plus the
+/// rounding to T.
+template <class T, class Ref>
+void check_unary(const std::vector<double>& x, const std::vector<double>& y, Ref ref, double ulps) {
+  std::vector<double> want(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) want[i] = ref(x[i]);
+  const std::string error = reference::compare(
+      y, want, [&](std::size_t i) { return reference::tolerance<T>(want[i], std::abs(x[i]) + std::abs(want[i]), ulps); });
+  CHECK_MESSAGE(error.empty(), error);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("relu, gelu (tanh and erf), silu match float64", T, ROOFTOP_ML_DTYPES) {
+  for (const std::int64_t n : test::sizes) {
+    CAPTURE(n);
+    // [-12, 12): the activations' bends and tails (gelu(-12) ~ 1e-32, subnormal-free in fp32).
+    auto x = test::random_vector<T>(n, -12, 12);
+    const auto hx = host(x);
+    auto y = test::poisoned_vector<T>(n);
+    rooftop::relu(Exec(), x, y);
+    check_unary<T>(hx, host(y), reference::relu, 0);
+    y = test::poisoned_vector<T>(n);
+    rooftop::gelu(Exec(), x, y);  // tanh form by default
+    check_unary<T>(hx, host(y), reference::gelu_tanh, 16);
+    y = test::poisoned_vector<T>(n);
+    rooftop::gelu(Exec(), x, y, Gelu::erf);
+    check_unary<T>(hx, host(y), reference::gelu_erf, 16);
+    y = test::poisoned_vector<T>(n);
+    rooftop::silu(Exec(), x, y);
+    check_unary<T>(hx, host(y), reference::silu, 8);
+  }
+}
+
+TEST_CASE("activations of special values: +-0, +-Inf, NaN, huge") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> in = {0.0f, -0.0f, inf, -inf, nan, 1e30f, -1e30f, 88.0f, -88.0f, 200.0f, -200.0f};
+  test::Vector<float> x("x", in.size()), y("y", in.size());
+  auto hx = Kokkos::create_mirror_view(x);
+  for (std::size_t i = 0; i < in.size(); ++i) hx(i) = in[i];
+  Kokkos::deep_copy(x, hx);
+  auto run = [&](auto op) {
+    op(x, y);
+    return host(y);
+  };
+  const auto r = run([](auto a, auto b) { rooftop::relu(Exec(), a, b); });
+  const auto g = run([](auto a, auto b) { rooftop::gelu(Exec(), a, b); });
+  const auto e = run([](auto a, auto b) { rooftop::gelu(Exec(), a, b, Gelu::erf); });
+  const auto s = run([](auto a, auto b) { rooftop::silu(Exec(), a, b); });
+  for (const auto* out : {&r, &g, &e, &s}) {
+    CHECK((*out)[0] == 0.0);
+    CHECK((*out)[2] == inf);               // f(+Inf) = +Inf
+    CHECK(std::isnan((*out)[4]));          // NaN stays NaN
+    CHECK((*out)[5] == doctest::Approx(1e30).epsilon(1e-6));  // f(x) = x for large x
+    CHECK((*out)[9] == doctest::Approx(200.0));
+  }
+  CHECK(r[3] == 0.0);
+  for (const auto* out : {&g, &e, &s}) {
+    CHECK((*out)[3] == 0.0);  // f(-Inf) = -0: x / (1 + e^Inf)
+    CHECK(std::abs((*out)[6]) == 0.0);
+    CHECK(std::abs((*out)[10]) < 1e-30);
+  }
+  CHECK(s[8] == doctest::Approx(-88.0 / (1 + std::exp(88.0))).epsilon(1e-5));
+}
+
+TEST_CASE_TEMPLATE("bias_add and bias_gelu match float64 over every row length", T, ROOFTOP_ML_DTYPES) {
+  for (const std::int64_t cols : test::row_lengths) {
+    const std::int64_t rows = cols > 1000 ? 3 : 37;
+    CAPTURE(cols);
+    auto x = test::random_matrix<T>(rows, cols, -6, 6);
+    auto bias = test::random_vector<T>(cols, -1, 1);
+    const auto hx = host(x), hb = host(bias);
+    std::vector<double> v(hx.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = hx[i] + hb[i % cols];
+
+    auto y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::bias_add(Exec(), x, bias, y);
+    check_unary<T>(v, host(y), [](double a) { return a; }, 1);
+    for (const Gelu form : {Gelu::tanh, Gelu::erf}) {
+      y = test::poisoned_matrix<T>(rows, cols);
+      rooftop::bias_gelu(Exec(), x, bias, y, form);
+      check_unary<T>(v, host(y), form == Gelu::tanh ? reference::gelu_tanh : reference::gelu_erf, 17);
+    }
+  }
+  // No rows, and rows of no columns.
+  auto empty = test::poisoned_matrix<T>(0, 5);
+  rooftop::bias_gelu(Exec(), empty, test::random_vector<T>(5), empty);
+  auto no_cols = test::poisoned_matrix<T>(4, 0);
+  rooftop::bias_gelu(Exec(), no_cols, test::random_vector<T>(0), no_cols);
+}
+
+TEST_CASE("activations work in place") {
+  auto x = test::random_vector<float>(1000, -3, 3);
+  const auto hx = host(x);
+  rooftop::silu(Exec(), x, x);
+  check_unary<float>(hx, host(x), reference::silu, 8);
+}
+
+TEST_CASE("preconditions: activations name the op and extents") {
+  auto a = test::random_vector<float>(13), b = test::poisoned_vector<float>(12);
+  CHECK_THROWS_WITH_AS(rooftop::relu(Exec(), a, b), "relu: x is 13 but y is 12", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::gelu(Exec(), a, b), "gelu: x is 13 but y is 12", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::silu(Exec(), a, b), "silu: x is 13 but y is 12", rooftop::Error);
+  auto x = test::random_matrix<float>(4, 8), y = test::poisoned_matrix<float>(4, 7);
+  auto bias8 = test::random_vector<float>(8), bias7 = test::random_vector<float>(7);
+  CHECK_THROWS_WITH_AS(rooftop::bias_gelu(Exec(), x, bias8, y), "bias_gelu: x is 4x8 but y is 4x7", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::bias_add(Exec(), x, bias7, x), "bias_add: x is 4x8 but bias is 7 (expected 8)",
+                       rooftop::Error);
+  for (double v : host(b)) REQUIRE(std::isnan(v));  // nothing written
+}

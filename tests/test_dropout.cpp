@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// dropout (counter-based mask: reproducible, offset-shiftable, right keep rate, p = 0 and 1)
+// and the fused bias + GELU + dropout chain against the three unfused kernels and float64.
+#include "common.hpp"
+
+#include "../benchmarks/reference.hpp"
+
+#include <rooftop/kernels/dropout.hpp>
+
+#include <cmath>
+
+using namespace rooftop;
+using test::Exec;
+using test::host;
+
+TEST_CASE_TEMPLATE("dropout keeps 1 - p of the elements, scaled by 1 / (1 - p), by its mask", T, ROOFTOP_ML_DTYPES) {
+  for (const double p : {0.0, 0.1, 0.5, 0.9, 1.0}) {
+    for (const std::int64_t n : test::sizes) {
+      CAPTURE(p);
+      CAPTURE(n);
+      auto x = test::random_vector<T>(n, 0.5, 1.5);  // nonzero, so a dropped element is visible
+      auto y = test::poisoned_vector<T>(n);
+      const std::uint64_t seed = test::next_seed();
+      rooftop::dropout(Exec(), x, y, p, seed);
+      const auto hx = host(x), hy = host(y);
+      const DropoutMask mask(p, seed, 0);
+      std::int64_t kept = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double want = mask.keep(i) ? hx[i] / (1 - p) : 0.0;
+        REQUIRE(std::abs(hy[i] - want) <= reference::tolerance<T>(want, want, 2));
+        kept += hy[i] != 0;
+      }
+      if (p == 0) CHECK(kept == n);
+      if (p == 1) CHECK(kept == 0);
+      if (n > 100000) {  // binomial: within 6 standard deviations
+        const double expected = (1 - p) * n, sd = std::sqrt(n * p * (1 - p));
+        CHECK(std::abs(kept - expected) <= 6 * sd + 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("dropout's mask is a pure function of (seed, offset, index)") {
+  const std::int64_t n = 100003;
+  auto x = test::random_vector<float>(n, 0.5, 1.5);
+  auto a = test::poisoned_vector<float>(n), b = test::poisoned_vector<float>(n);
+  rooftop::dropout(Exec(), x, a, 0.3, 42);
+  rooftop::dropout(Exec(), x, b, 0.3, 42);
+  CHECK(host(a) == host(b));  // same call, same result, whatever the thread schedule
+  // The second half of a call with offset 0 is a call on the second half with offset n/2.
+  const std::int64_t half = n / 2;
+  auto tail_in = Kokkos::subview(x, std::make_pair(half, n));
+  test::Vector<float> tail("tail", n - half);
+  rooftop::dropout(Exec(), tail_in, tail, 0.3, 42, half);
+  const auto ha = host(a), ht = host(tail);
+  CHECK(std::vector<double>(ha.begin() + half, ha.end()) == ht);
+  // Another seed gives another mask.
+  rooftop::dropout(Exec(), x, b, 0.3, 43);
+  CHECK(host(a) != host(b));
+  // Masks of nearby seeds and offsets are uncorrelated: agreement ~ p^2 + (1-p)^2.
+  const DropoutMask m1(0.5, 1, 0), m2(0.5, 2, 0), m3(0.5, 1, 1);
+  int same12 = 0, same13 = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    same12 += m1.keep(i) == m2.keep(i);
+    same13 += m1.keep(i) == m3.keep(i);
+  }
+  CHECK(std::abs(same12 - n / 2.0) < 6 * std::sqrt(n / 4.0));
+  CHECK(std::abs(same13 - n / 2.0) < 6 * std::sqrt(n / 4.0));
+}
+
+TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in sequence", T, ROOFTOP_ML_DTYPES) {
+  for (const std::int64_t cols : test::row_lengths) {
+    const std::int64_t rows = cols > 1000 ? 3 : 19;
+    CAPTURE(cols);
+    auto x = test::random_matrix<T>(rows, cols, -4, 4);
+    auto bias = test::random_vector<T>(cols, -1, 1);
+    const std::uint64_t seed = test::next_seed(), offset = 1000;
+    auto fused = test::poisoned_matrix<T>(rows, cols);
+    rooftop::bias_gelu_dropout(Exec(), x, bias, fused, 0.2, seed, offset);
+    const auto hx = host(x), hb = host(bias), hf = host(fused);
+    const DropoutMask mask(0.2, seed, offset);
+    std::vector<double> want(hx.size());
+    for (std::size_t i = 0; i < hx.size(); ++i)
+      want[i] = mask.keep(i) ? reference::gelu_tanh(hx[i] + hb[i % cols]) / 0.8 : 0.0;
+    const std::string error = reference::compare(hf, want, [&](std::size_t i) {
+      return reference::tolerance<T>(want[i], (std::abs(hx[i] + hb[i % cols]) + std::abs(want[i])) / 0.8, 18);
+    });
+    CHECK_MESSAGE(error.empty(), error);
+
+    // The unfused chain (fp32: no intermediate rounding, so the same mask gives the same zeros).
+    test::Matrix<T> t1("t1", rows, cols), t2("t2", rows, cols), unfused("unfused", rows, cols);
+    rooftop::bias_add(Exec(), x, bias, t1);
+    rooftop::gelu(Exec(), test::flat(t1), test::flat(t2));
+    rooftop::dropout(Exec(), test::flat(t2), test::flat(unfused), 0.2, seed, offset);
+    const auto hu = host(unfused);
+    for (std::size_t i = 0; i < hu.size(); ++i) REQUIRE((hu[i] == 0) == (hf[i] == 0 && want[i] == 0));
+  }
+}
+
+TEST_CASE("preconditions: dropout names the op, extents and p") {
+  auto a = test::random_vector<float>(13), b = test::poisoned_vector<float>(12);
+  CHECK_THROWS_WITH_AS(rooftop::dropout(Exec(), a, b, 0.1, 1), "dropout: x is 13 but y is 12", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::dropout(Exec(), a, a, 1.5, 1), "dropout: drop probability p is 1.5, expected 0 <= p <= 1",
+                       rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::dropout(Exec(), a, a, -0.1, 1), "dropout: drop probability p is -0.1, expected 0 <= p <= 1",
+                       rooftop::Error);
+  auto x = test::random_matrix<float>(4, 8), y = test::poisoned_matrix<float>(4, 7);
+  auto bias = test::random_vector<float>(8);
+  CHECK_THROWS_WITH_AS(rooftop::bias_gelu_dropout(Exec(), x, bias, y, 0.1, 1), "bias_gelu_dropout: x is 4x8 but y is 4x7",
+                       rooftop::Error);
+  for (double v : host(b)) REQUIRE(std::isnan(v));
+}

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// embedding: exact gathers for every dtype and both id types; out-of-range ids are an error
+// naming the token, never an out-of-bounds read; preconditions.
+#include "common.hpp"
+
+#include <rooftop/kernels/embedding.hpp>
+
+#include <cmath>
+
+using namespace rooftop;
+using test::Exec;
+using test::host;
+
+TEST_CASE_TEMPLATE("embedding gathers rows exactly", T, ROOFTOP_DTYPES) {
+  for (const std::int64_t dim : {1, 13, 768 + 5}) {
+    for (const std::int64_t tokens : test::sizes) {
+      if (tokens > 100000) continue;  // (tokens, dim) of the large size would be gigabytes
+      CAPTURE(dim);
+      CAPTURE(tokens);
+      const std::int64_t vocab = 1000;
+      auto table = test::random_matrix<T>(vocab, dim);
+      test::Vector<std::int64_t> ids64("ids", tokens);
+      test::Vector<std::int32_t> ids32("ids", tokens);
+      fill_integers(Exec(), ids64, test::next_seed(), 0, vocab - 1);
+      Kokkos::deep_copy(ids32, 0);
+      Kokkos::parallel_for(Kokkos::RangePolicy<Exec>(0, tokens), KOKKOS_LAMBDA(const std::int64_t t) {
+        ids32(t) = static_cast<std::int32_t>(ids64(t));
+      });
+      const auto ht = host(table);
+      const auto hid = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids64);
+      auto out = test::poisoned_matrix<T>(tokens, dim);
+      rooftop::embedding(Exec(), table, ids64, out);
+      auto ho = host(out);
+      for (std::int64_t t = 0; t < tokens; ++t)
+        for (std::int64_t c = 0; c < dim; ++c) REQUIRE(ho[t * dim + c] == ht[hid(t) * dim + c]);
+      out = test::poisoned_matrix<T>(tokens, dim);
+      rooftop::embedding(Exec(), table, ids32, out);
+      CHECK(host(out) == ho);
+    }
+  }
+}
+
+TEST_CASE("embedding: an out-of-range id throws, naming the first bad token; no read past the table") {
+  const std::int64_t vocab = 50, dim = 16, tokens = 2000;
+  auto table = test::random_matrix<float>(vocab, dim);
+  for (const std::int64_t bad_id : {std::int64_t{50}, std::int64_t{-1}, std::int64_t{1} << 40}) {
+    CAPTURE(bad_id);
+    test::Vector<std::int64_t> ids("ids", tokens);
+    fill_integers(Exec(), ids, test::next_seed(), 0, vocab - 1);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids);
+    h(1234) = bad_id;
+    h(1999) = bad_id;
+    Kokkos::deep_copy(ids, h);
+    auto out = test::poisoned_matrix<float>(tokens, dim);
+    CHECK_THROWS_WITH_AS(rooftop::embedding(Exec(), table, ids, out),
+                         ("embedding: ids(1234) is " + std::to_string(bad_id) + ", outside the table's 50 rows (table is 50x16)").c_str(),
+                         rooftop::Error);
+    // Good tokens were gathered; bad ones are zero, not garbage.
+    const auto ho = host(out), ht = host(table);
+    for (std::int64_t c = 0; c < dim; ++c) {
+      CHECK(ho[1234 * dim + c] == 0.0);
+      CHECK(ho[0 * dim + c] == ht[h(0) * dim + c]);
+    }
+  }
+}
+
+TEST_CASE("preconditions: embedding names the op and extents") {
+  auto table = test::random_matrix<float>(10, 8);
+  test::Vector<std::int32_t> ids("ids", 5);
+  auto out = test::poisoned_matrix<float>(5, 7);
+  CHECK_THROWS_WITH_AS(rooftop::embedding(Exec(), table, ids, out),
+                       "embedding: table is 10x8 and ids is 5 but out is 5x7 (expected 5x8)", rooftop::Error);
+  auto out4 = test::poisoned_matrix<float>(4, 8);
+  CHECK_THROWS_WITH_AS(rooftop::embedding(Exec(), table, ids, out4),
+                       "embedding: table is 10x8 and ids is 5 but out is 4x8 (expected 5x8)", rooftop::Error);
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// layernorm and rmsnorm over the last axis: every ML dtype and row length against float64,
+// with and without weight/bias; constant rows; preconditions.
+#include "common.hpp"
+
+#include "../benchmarks/reference.hpp"
+
+#include <rooftop/kernels/norm.hpp>
+
+#include <cmath>
+
+using namespace rooftop;
+using test::Exec;
+using test::host;
+
+namespace {
+
+/// Checks a norm's output: `normalized` is the float64 (x - mean) * rstd (or x * rrms), the
+/// output want = normalized * w + b; the error bound scales with |w| (1 + |normalized|) + |b|.
+template <class T>
+void check_norm(const std::vector<double>& normalized, std::int64_t cols, const std::vector<double>& w,
+                const std::vector<double>& b, const std::vector<double>& y) {
+  std::vector<double> want(y.size()), scale(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double wi = w.empty() ? 1.0 : w[i % cols], bi = b.empty() ? 0.0 : b[i % cols];
+    want[i] = normalized[i] * wi + bi;
+    scale[i] = std::abs(wi) * (1 + std::abs(normalized[i])) + std::abs(bi);
+  }
+  const double roundings = reference::row_roundings(cols);
+  const std::string error =
+      reference::compare(y, want, [&](std::size_t i) { return reference::tolerance<T>(want[i], scale[i], roundings); });
+  CHECK_MESSAGE(error.empty(), error);
+}
+
+std::vector<double> normalize_rows(const std::vector<double>& x, std::int64_t cols, double eps, bool rms) {
+  std::vector<double> out(x.size());
+  for (std::size_t r = 0; cols && r < x.size() / cols; ++r) {
+    if (rms) reference::rmsnorm_row(&x[r * cols], cols, eps, nullptr, &out[r * cols]);
+    else reference::layernorm_row(&x[r * cols], cols, eps, nullptr, nullptr, &out[r * cols]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight and bias", T, ROOFTOP_ML_DTYPES) {
+  const double eps = 1e-5;
+  for (const std::int64_t cols : test::row_lengths) {
+    const std::int64_t rows = cols > 1000 ? 4 : 29;
+    CAPTURE(cols);
+    // Rows with a mean far from 0 relative to their spread: the variance must not cancel.
+    auto x = test::random_matrix<T>(rows, cols, 2, 4);
+    auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+    const test::Vector<T> none;
+    const auto hx = host(x), hw = host(w), hb = host(b);
+    const auto ln = normalize_rows(hx, cols, eps, false), rms = normalize_rows(hx, cols, eps, true);
+
+    auto y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::layernorm(Exec(), x, y, eps, w, b);
+    check_norm<T>(ln, cols, hw, hb, host(y));
+    y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::layernorm(Exec(), x, y, eps, none, b);
+    check_norm<T>(ln, cols, {}, hb, host(y));
+    y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::layernorm(Exec(), x, y, eps, w, none);
+    check_norm<T>(ln, cols, hw, {}, host(y));
+    y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::layernorm(Exec(), x, y, eps);
+    check_norm<T>(ln, cols, {}, {}, host(y));
+
+    y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::rmsnorm(Exec(), x, y, eps, w);
+    check_norm<T>(rms, cols, hw, {}, host(y));
+    y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::rmsnorm(Exec(), x, y, eps);
+    check_norm<T>(rms, cols, {}, {}, host(y));
+  }
+}
+
+TEST_CASE_TEMPLATE("constant rows (zero variance): layernorm gives the bias, rmsnorm 1", T, ROOFTOP_ML_DTYPES) {
+  const std::int64_t rows = 3, cols = 4096 + 77;
+  test::Matrix<T> x("x", rows, cols);
+  Kokkos::deep_copy(x, T(0.1f));  // 0.1 is inexact in every dtype: the mean's rounding matters
+  auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+  auto y = test::poisoned_matrix<T>(rows, cols);
+  rooftop::layernorm(Exec(), x, y, 1e-5, w, b);
+  check_norm<T>(std::vector<double>(rows * cols, 0.0), cols, host(w), host(b), host(y));
+
+  y = test::poisoned_matrix<T>(rows, cols);
+  rooftop::rmsnorm(Exec(), x, y, 0.0);
+  for (double v : host(y)) REQUIRE(v == doctest::Approx(1.0).epsilon(4 * epsilon<T>()));
+}
+
+TEST_CASE("norms work in place; a zero row normalizes to 0") {
+  auto x = test::random_matrix<float>(7, 513, -3, 3);
+  const auto hx = host(x);
+  rooftop::rmsnorm(Exec(), x, x, 1e-6);
+  check_norm<float>(normalize_rows(hx, 513, 1e-6, true), 513, {}, {}, host(x));
+  test::Matrix<float> zero("zero", 2, 9);
+  rooftop::layernorm(Exec(), zero, zero, 1e-5);
+  for (double v : host(zero)) CHECK(v == 0.0);
+}
+
+TEST_CASE("preconditions: norms name the op and extents") {
+  auto x = test::random_matrix<float>(4, 8), y = test::poisoned_matrix<float>(4, 7);
+  auto w8 = test::random_vector<float>(8), w7 = test::random_vector<float>(7);
+  CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), x, y), "layernorm: x is 4x8 but y is 4x7", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), x, x, 1e-5, w7, w8),
+                       "layernorm: x is 4x8 but weight is 7 (expected 8 or 0 for none)", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), x, x, 1e-5, w8, w7),
+                       "layernorm: x is 4x8 but bias is 7 (expected 8 or 0 for none)", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), x, x, -1.0), "layernorm: eps is -1, expected >= 0", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::rmsnorm(Exec(), x, y), "rmsnorm: x is 4x8 but y is 4x7", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::rmsnorm(Exec(), x, x, 1e-6, w7), "rmsnorm: x is 4x8 but weight is 7 (expected 8 or 0 for none)",
+                       rooftop::Error);
+  for (double v : host(y)) REQUIRE(std::isnan(v));
+}

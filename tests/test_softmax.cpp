@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// softmax over the last axis: every ML dtype and row length against float64; masked (-Inf)
+// entries and fully masked rows; logits of +-1e4; in place; preconditions.
+#include "common.hpp"
+
+#include "../benchmarks/reference.hpp"
+
+#include <rooftop/kernels/softmax.hpp>
+
+#include <cmath>
+#include <limits>
+
+using namespace rooftop;
+using test::Exec;
+using test::host;
+
+namespace {
+
+template <class T>
+void check_softmax(const std::vector<double>& x, std::int64_t cols, const std::vector<double>& y) {
+  std::vector<double> want(x.size());
+  const std::int64_t rows = cols ? static_cast<std::int64_t>(x.size()) / cols : 0;
+  for (std::int64_t r = 0; r < rows; ++r) reference::softmax_row(&x[r * cols], cols, &want[r * cols]);
+  const double roundings = reference::row_roundings(cols);
+  const std::string error =
+      reference::compare(y, want, [&](std::size_t i) { return reference::tolerance<T>(want[i], want[i], roundings); });
+  CHECK_MESSAGE(error.empty(), error);
+}
+
+/// A (rows, cols) matrix of T holding `values` row after row.
+template <class T>
+test::Matrix<T> matrix_of(std::int64_t rows, std::int64_t cols, const std::vector<float>& values) {
+  test::Matrix<T> m("m", rows, cols);
+  auto h = Kokkos::create_mirror_view(m);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) h(r, c) = T(values[r * cols + c]);
+  Kokkos::deep_copy(m, h);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("softmax matches float64 over every row length", T, ROOFTOP_ML_DTYPES) {
+  for (const std::int64_t cols : test::row_lengths) {
+    const std::int64_t rows = cols > 1000 ? 5 : 41;
+    CAPTURE(cols);
+    auto x = test::random_matrix<T>(rows, cols, -10, 10);
+    auto y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::softmax(Exec(), x, y);
+    check_softmax<T>(host(x), cols, host(y));
+  }
+  auto none = test::poisoned_matrix<T>(0, 7);
+  rooftop::softmax(Exec(), none, none);
+  auto empty_rows = test::poisoned_matrix<T>(3, 0);
+  rooftop::softmax(Exec(), empty_rows, empty_rows);
+}
+
+TEST_CASE_TEMPLATE("softmax: masked entries, fully masked rows, logits of +-1e4", T, ROOFTOP_ML_DTYPES) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::int64_t cols = 37;
+  std::vector<float> v(4 * cols);
+  for (std::int64_t c = 0; c < cols; ++c) {
+    v[c] = c % 3 ? -inf : 0.25f * static_cast<float>(c % 7);  // row 0: two in three masked
+    v[cols + c] = -inf;                                       // row 1: all masked
+    v[2 * cols + c] = c % 2 ? 1e4f : -1e4f;                   // row 2: huge logits
+    v[3 * cols + c] = 1e4f - static_cast<float>(c % 5);      // row 3: large, close together
+  }
+  v[2 * cols + 36] = -inf;  // a masked entry among huge ones
+  auto x = matrix_of<T>(4, cols, v);
+  auto y = test::poisoned_matrix<T>(4, cols);
+  rooftop::softmax(Exec(), x, y);
+  const auto hy = host(y);
+  check_softmax<T>(host(x), cols, hy);
+  for (std::int64_t c = 0; c < cols; ++c) {
+    if (c % 3) CHECK(hy[c] == 0.0);  // masked: exactly 0
+    CHECK(hy[cols + c] == 0.0);      // fully masked row: documented as all 0
+  }
+  double row_sum = 0;
+  for (std::int64_t c = 0; c < cols; ++c) row_sum += hy[2 * cols + c];
+  CHECK(row_sum == doctest::Approx(1.0).epsilon(cols * epsilon<T>()));
+}
+
+TEST_CASE("softmax works in place, and a NaN makes only its row NaN") {
+  auto x = test::random_matrix<float>(6, 300, -5, 5);
+  const auto hx = host(x);
+  rooftop::softmax(Exec(), x, x);
+  check_softmax<float>(hx, 300, host(x));
+
+  auto z = matrix_of<float>(2, 3, {1.0f, std::nanf(""), 2.0f, 1.0f, 2.0f, 3.0f});
+  rooftop::softmax(Exec(), z, z);
+  const auto hz = host(z);
+  for (int c = 0; c < 3; ++c) CHECK(std::isnan(hz[c]));
+  CHECK(hz[5] == doctest::Approx(std::exp(3.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0))));
+}
+
+TEST_CASE("preconditions: softmax names the op and extents") {
+  auto x = test::random_matrix<float>(128, 4096), y = test::poisoned_matrix<float>(128, 4095);
+  CHECK_THROWS_WITH_AS(rooftop::softmax(Exec(), x, y), "softmax: x is 128x4096 but y is 128x4095", rooftop::Error);
+  for (double v : host(y)) REQUIRE(std::isnan(v));
+}
