@@ -40,6 +40,12 @@ struct RowTeam {
     }
   }
 
+  /// Waits until the whole team is here, so what one thread wrote in an earlier loop over the
+  /// row is visible to all (a no-op on CPUs, where the team is one thread).
+  KOKKOS_INLINE_FUNCTION void barrier() const {
+    if constexpr (gpu) member.team_barrier();
+  }
+
   /// Folds value(j) for j in [0, n) with `combine` (identity `identity`); every thread of the
   /// team gets the result.
   template <class Acc, class Value, class Combine>

@@ -56,7 +56,7 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
 }
 
 struct Relu {
-  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::select(v > 0.0f || v != v, v, 0.0f); }
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::select((v > 0.0f) | (v != v), v, 0.0f); }
 };
 struct GeluTanh {
   KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::gelu_tanh(v); }

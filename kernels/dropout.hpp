@@ -2,7 +2,7 @@
 /// \file
 /// Dropout with a counter-based generator, and the fused bias + GELU + dropout chain.
 ///
-/// Element i is kept iff hash(seed, offset + i) >= p * 2^32, where the hash is two rounds of
+/// Element i is kept iff hash(seed, offset + i) >= round(p * 2^32), where the hash is
 /// MurmurHash3's 32-bit finalizer keyed by the seed: the mask is a pure function of (seed,
 /// offset, index), so it is the same on every backend and thread count, and no mask is stored
 /// (the backward pass recomputes it from the same seed and offset). Kept values are scaled by
@@ -20,7 +20,8 @@ namespace rooftop {
 /// The keep/drop decision and scaling of one dropout call.
 struct DropoutMask {
   std::uint32_t key0 = 0, key1 = 0;
-  std::uint64_t threshold = 0;  // keep iff hash >= threshold; 2^32 drops everything
+  std::uint32_t threshold32 = 0;  // keep iff hash >= threshold32 (and keep_any)
+  bool keep_any = true;           // false for p = 1
   float scale = 1;
 
   /// Mask for drop probability p (in [0, 1]) and `seed`; elements are numbered from `offset`.
@@ -32,7 +33,9 @@ struct DropoutMask {
     z ^= z >> 31;
     key0 = static_cast<std::uint32_t>(z);
     key1 = static_cast<std::uint32_t>(z >> 32);
-    threshold = static_cast<std::uint64_t>(p * 4294967296.0 + 0.5);
+    const double threshold = p * 4294967296.0 + 0.5;  // round(p * 2^32)
+    keep_any = threshold < 4294967296.0;
+    threshold32 = keep_any ? static_cast<std::uint32_t>(threshold) : 0u;
     scale = p < 1 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
   }
 
@@ -48,8 +51,11 @@ struct DropoutMask {
   /// vectorizes on CPUs without 64-bit multiplies.
   KOKKOS_FORCEINLINE_FUNCTION bool keep(std::uint64_t i) const {
     const std::uint64_t counter = offset_ + i;
-    const std::uint32_t h = fmix32(fmix32(static_cast<std::uint32_t>(counter) ^ key0) ^ static_cast<std::uint32_t>(counter >> 32) ^ key1);
-    return h >= threshold;
+    const auto low = static_cast<std::uint32_t>(counter), high = static_cast<std::uint32_t>(counter >> 32);
+    // One keyed finalizer round: a bijection of the low word for each key (the keep rate is
+    // exact over every aligned block of 2^32 elements), with the high word folded into the key.
+    const std::uint32_t h = fmix32(low ^ key0 ^ (high * 0x9e3779b9u)) ^ key1;
+    return (h >= threshold32) & keep_any;
   }
   /// v scaled if element i is kept, else 0.
   KOKKOS_FORCEINLINE_FUNCTION float apply(float v, std::uint64_t i) const { return math::select(keep(i), v * scale, 0.0f); }
