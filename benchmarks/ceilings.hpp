@@ -5,7 +5,9 @@
 /// launch overhead (empty kernel).
 #pragma once
 
+#include "../backends/cuda/device.hpp"
 #include "../core/backend.hpp"
+#include "../core/reduction.hpp"
 #include "../core/random.hpp"
 #include "../core/timer.hpp"
 #include "../kernels/stream.hpp"
@@ -16,6 +18,7 @@
 #include <map>
 #include <string>
 #include <fstream>
+#include <type_traits>
 
 namespace rooftop::harness {
 
@@ -66,18 +69,31 @@ inline double main_memory_working_set(double llc_bytes) { return std::max(8 * ll
 /// Working set (bytes) the harness uses for the cache roof: a quarter of the last-level cache.
 inline double cache_working_set(double llc_bytes) { return llc_bytes / 4; }
 
-/// Independent FMA chains per work item, per backend: enough to cover FMA latency x FMA pipes
-/// (Zen 3: 4 cycles x 2 pipes = 8 registers in flight) with registers to spare.
-template <class T>
+/// Last-level cache of the device Exec runs on: the GPU's L2 on CUDA, else the CPU's.
+template <class Exec>
+double last_level_cache_bytes(const Exec& exec) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) return cuda::l2_bytes(exec);
+#endif
+  (void)exec;
+  return last_level_cache_bytes();
+}
+
+/// Independent FMA chains per work item, per backend. CPU: enough to cover FMA latency x FMA
+/// pipes (Zen 3: 4 cycles x 2 pipes = 8 registers in flight) with registers to spare. GPU: 8
+/// per thread hides the FMA latency with a few warps per scheduler; the launch supplies many
+/// more, and few registers per thread keep occupancy high.
+template <class Exec, class T>
 constexpr int fma_chains() {
+  if constexpr (detail::ReductionShape<Exec, T>::gpu) return 8;
   return 12 * static_cast<int>(32 / sizeof(T));  // twelve 256-bit registers
 }
 
-/// Runs `items` work items of fma_chains<T>() independent chains x `iters` FMAs; returns FLOPs.
+/// Runs `items` work items of fma_chains<Exec, T>() independent chains x `iters` FMAs; returns FLOPs.
 /// The chains converge (a < 1) so values stay normal; their sum is written so nothing is dead.
 template <class Exec, class T>
 double run_fma_chains(const Exec& exec, const Kokkos::View<T*, typename Exec::memory_space>& out, int iters) {
-  constexpr int chains = fma_chains<T>();
+  constexpr int chains = fma_chains<Exec, T>();
   Kokkos::parallel_for(
       "rooftop::peak_fma", Kokkos::RangePolicy<Exec>(exec, 0, out.extent(0)), KOKKOS_LAMBDA(const std::int64_t i) {
         T acc[chains];
@@ -165,11 +181,42 @@ void measure_bandwidth_ceilings(const Exec& exec, bool quick, Ceilings& c,
   keep_best(measure_stream_bandwidth(exec, static_cast<std::int64_t>(llc_bytes / 24), quick, "llc"));
 }
 
+/// Host <-> device copy bandwidth (GB/s) of 256 MB, from pageable and from pinned host memory:
+/// "h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned". Only for devices with their own
+/// memory; empty otherwise.
+template <class Exec>
+std::map<std::string, double> measure_transfer_bandwidth(const Exec& exec, bool quick) {
+  std::map<std::string, double> out;
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+    const std::int64_t n = 32 << 20;  // doubles: 256 MB
+    const double bytes = 8.0 * n;
+    Kokkos::View<double*, Kokkos::CudaSpace> device("rooftop::xfer_device", n);
+    Kokkos::View<double*, Kokkos::HostSpace> pageable("rooftop::xfer_pageable", n);
+    Kokkos::View<double*, Kokkos::CudaHostPinnedSpace> pinned("rooftop::xfer_pinned", n);
+    Kokkos::deep_copy(pageable, 1.0);
+    Kokkos::deep_copy(pinned, 1.0);
+    const int reps = quick ? 3 : 10;
+    auto best = [&](const char* name, const auto& dst, const auto& src) {
+      const Timing t = time_repeated(exec, [&] { Kokkos::deep_copy(exec, dst, src); }, 1, reps, 0);
+      out[name] = bytes / t.seconds_min * 1e-9;
+    };
+    best("h2d_pageable", device, pageable);
+    best("h2d_pinned", device, pinned);
+    best("d2h_pageable", pageable, device);
+    best("d2h_pinned", pinned, device);
+  }
+#endif
+  (void)exec;
+  (void)quick;
+  return out;
+}
+
 /// Measures every ceiling. `progress` receives one line per step.
 template <class Exec>
 Ceilings measure_ceilings(const Exec& exec, bool quick, const std::function<void(const std::string&)>& progress) {
   Ceilings c;
-  c.llc_bytes = last_level_cache_bytes();
+  c.llc_bytes = last_level_cache_bytes(exec);
   measure_bandwidth_ceilings(exec, quick, c, progress);
   progress("FP32 peak (FMA chains)");
   c.peak_gflops_fp32 = measure_peak_gflops<Exec, float>(exec, quick);
@@ -177,6 +224,11 @@ Ceilings measure_ceilings(const Exec& exec, bool quick, const std::function<void
   c.peak_gflops_fp64 = measure_peak_gflops<Exec, double>(exec, quick);
   progress("kernel launch overhead");
   c.launch_overhead_us = measure_launch_overhead_us(exec);
+  const auto transfers = measure_transfer_bandwidth(exec, quick);
+  if (!transfers.empty()) {
+    progress("host <-> device bandwidth (pageable and pinned)");
+    c.bandwidth_gbs.insert(transfers.begin(), transfers.end());
+  }
   return c;
 }
 

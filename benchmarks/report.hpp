@@ -147,6 +147,18 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   if (c.bandwidth_gbs.count("llc"))
     o << "<text x='" << X(x_min) + 6 << "' y='" << Y(std::max(x_min * c.bandwidth_gbs.at("llc"), y_min)) - 6
       << "' fill='#e67e22'>LLC " << c.bandwidth_gbs.at("llc") << " GB/s (dashed)</text>\n";
+  // Host <-> device links (GPU backends): bandwidth-only roofs, dotted.
+  double link_y = Y(y_min) - 6;
+  for (const char* link : {"h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable"}) {
+    if (!c.bandwidth_gbs.count(link)) continue;
+    const double bw = c.bandwidth_gbs.at(link);
+    const double x0 = std::max(x_min, y_min / bw), x1 = std::min(x_max, y_max / bw);
+    o << "<line x1='" << X(x0) << "' y1='" << Y(x0 * bw) << "' x2='" << X(x1) << "' y2='" << Y(x1 * bw)
+      << "' stroke='#95a5a6' stroke-dasharray='2,3'/>\n"
+      << "<text x='" << right - 4 << "' y='" << link_y << "' text-anchor='end' fill='#7f8c8d'>" << link << " " << bw
+      << " GB/s (dotted)</text>\n";
+    link_y -= 14;
+  }
   // Points: every measured size; labels at the largest size of each op/dtype.
   const char* colors[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
   std::vector<std::string> names;

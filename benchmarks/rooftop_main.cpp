@@ -30,7 +30,12 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-std::string cpu_model() {
+/// The device Exec runs on: the GPU's name on CUDA, else the CPU model.
+std::string device_name(const Exec& exec) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) return cuda::device_name(exec);
+#endif
+  (void)exec;
   std::ifstream f("/proc/cpuinfo");
   for (std::string line; std::getline(f, line);)
     if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
@@ -122,7 +127,7 @@ int run(Options opt) {
   const std::uint64_t seed = opt.seed ? opt.seed : std::random_device{}();
 
   Exec exec;
-  SystemInfo sys{backend_name, compat::kokkos_version(), cpu_model(), __VERSION__, ROOFTOP_GIT, utc_timestamp(),
+  SystemInfo sys{backend_name, compat::kokkos_version(), device_name(exec), __VERSION__, ROOFTOP_GIT, utc_timestamp(),
                  compat::concurrency(exec)};
   std::printf("rooftop roofline harness: %s backend, Kokkos %s, %s, %d threads, seed %llu%s\n", sys.backend.c_str(),
               sys.kokkos_version.c_str(), sys.device.c_str(), sys.concurrency, static_cast<unsigned long long>(seed),
@@ -142,6 +147,8 @@ int run(Options opt) {
                 ceilings.bandwidth_gbs.at("dram_read"), ceilings.bandwidth_gbs.at("llc"));
   };
   print_bandwidth("(before the sweep)");
+  for (const char* link : {"h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned"})
+    if (ceilings.bandwidth_gbs.count(link)) std::printf("Host <-> device: %s %.1f GB/s\n", link, ceilings.bandwidth_gbs.at(link));
   std::printf("Compute ceilings: FP32 %.1f GFLOP/s, FP64 %.1f GFLOP/s, launch %.2f us\n\n", ceilings.peak_gflops_fp32,
               ceilings.peak_gflops_fp64, ceilings.launch_overhead_us);
 
@@ -170,8 +177,8 @@ int run(Options opt) {
   // drifts by tens of percent over seconds, so the samples of each op are taken in several
   // windows minutes apart (fresh inputs each round), and each ceiling is re-measured after
   // every round, keeping the best. Every op is verified after each round's timing.
-  const int reps = opt.quick ? 5 : 10;
-  const double min_seconds = opt.quick ? 0.05 : 0.2;
+  const int reps = opt.quick ? 5 : 25;
+  const double min_seconds = opt.quick ? 0.05 : 0.25;
   for (int round = 0; round < opt.rounds; ++round) {
     std::printf("Round %d of %d\n", round + 1, opt.rounds);
     print_header();

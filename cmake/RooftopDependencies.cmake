@@ -12,11 +12,16 @@ if(NOT ROOFTOP_CACHE)
   endif()
 endif()
 
-find_package(Kokkos 3.4 CONFIG QUIET HINTS "${ROOFTOP_CACHE}/kokkos-3.4.01-openmp")
+if(ROOFTOP_BACKEND_UPPER STREQUAL "CUDA")
+  set(ROOFTOP_KOKKOS_CACHE_PREFIX "${ROOFTOP_CACHE}/kokkos-3.4.01-cuda")
+else()
+  set(ROOFTOP_KOKKOS_CACHE_PREFIX "${ROOFTOP_CACHE}/kokkos-3.4.01-openmp")
+endif()
+find_package(Kokkos 3.4 CONFIG QUIET HINTS "${ROOFTOP_KOKKOS_CACHE_PREFIX}")
 if(NOT Kokkos_FOUND)
   message(FATAL_ERROR
     "rooftop: Kokkos (>= 3.4) not found. Either point Kokkos_ROOT at an installed Kokkos, or run\n"
-    "  scripts/setup.sh\n"
+    "  scripts/setup.sh --backend ${ROOFTOP_BACKEND}\n"
     "which builds Kokkos 3.4.01 from Debian's trilinos source package into ${ROOFTOP_CACHE}.")
 endif()
 message(STATUS "rooftop: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}")
@@ -26,6 +31,8 @@ if(ROOFTOP_BACKEND_UPPER STREQUAL "OPENMP")
   kokkos_check(DEVICES OpenMP)
 elseif(ROOFTOP_BACKEND_UPPER STREQUAL "SERIAL")
   kokkos_check(DEVICES Serial)
+elseif(ROOFTOP_BACKEND_UPPER STREQUAL "CUDA")
+  kokkos_check(DEVICES Cuda OPTIONS CUDA_LAMBDA)
 endif()
 
 # C++17, or C++20 where Kokkos requires it (Kokkos 5).

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #if KOKKOS_VERSION < 30400
 #error "rooftop needs Kokkos >= 3.4.01"
@@ -33,7 +34,11 @@ KOKKOS_INLINE_FUNCTION T fabs(T x) { return kmath::fabs(x); }
 template <class T>
 KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
 #if defined(__CUDA_ARCH__)
-  return ::fma(a, b, c);
+  if constexpr (std::is_same_v<T, float>) {
+    return ::fmaf(a, b, c);  // not ::fma, which would compute in double
+  } else {
+    return ::fma(a, b, c);
+  }
 #else
   return std::fma(a, b, c);
 #endif

@@ -50,7 +50,7 @@ void fill_nan(const Exec& exec, const View& v) {
   using T = typename View::value_type;
   Kokkos::parallel_for(
       "rooftop::fill_nan", Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(__builtin_nanf("")); });
+      KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(compat::bit_cast<float>(0x7fc00000u)); });
 }
 
 }  // namespace rooftop

@@ -43,7 +43,8 @@ struct CombineReducer {
   using value_type = Acc;
   using result_view_type = Kokkos::View<Acc, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
 
-  CombineReducer(Acc& result, Acc identity, Combine combine) : value_(&result), identity_(identity), combine_(combine) {}
+  KOKKOS_INLINE_FUNCTION CombineReducer(Acc& result, Acc identity, Combine combine)
+      : value_(&result), identity_(identity), combine_(combine) {}
 
   KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const { dest = combine_(dest, src); }
 #if KOKKOS_VERSION < 40000

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
-/// Fenced wall-clock timing: the execution space instance is fenced before the clock starts
-/// and before it stops, so asynchronous launches cannot hide work from the timer.
+/// Fenced timing: the execution space instance is fenced before the clock starts and before it
+/// stops, so asynchronous launches cannot hide work from the timer (on CUDA the clock is a
+/// pair of CUDA events on the instance's stream).
 #pragma once
 
 #include "kokkos_compat.hpp"
+#include "../backends/cuda/device.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,9 +39,13 @@ struct Timing {
   }
 };
 
-/// Seconds taken by f(), with exec fenced before and after.
+/// Seconds taken by f(), with exec fenced before and after; on CUDA, measured between CUDA
+/// events on exec's stream (the device's clock).
 template <class Exec, class F>
 double time_fenced(const Exec& exec, F&& f) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) return cuda::time_events(exec, f);
+#endif
   exec.fence();
   const auto start = std::chrono::steady_clock::now();
   f();

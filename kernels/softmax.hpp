@@ -59,54 +59,56 @@ struct CombineMaxSum {
 };
 }  // namespace detail
 
+namespace detail {
+/// One row of softmax (see the file comment for the two strategies).
+template <class Row, class X, class Y>
+KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, std::int64_t cols) {
+  using T = typename Y::value_type;
+  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+  auto in = [&](const std::int64_t c) { return float(x(r.row, c)); };
+  if constexpr (std::is_same_v<T, float>) {
+    // fp32 output: y can hold exp(x - max) exactly as computed, so the output pass rescales it
+    // instead of evaluating exp again (one exp per entry; exp is what bounds this op on CPUs).
+    const float m = r.reduce(cols, minus_inf, in, Max{});
+    if (m == minus_inf) {  // all masked
+      r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = 0.0f; });
+      return;
+    }
+    const float s = r.reduce(
+        cols, 0.0f,
+        [&](const std::int64_t c) {
+          const float e = math::exp(in(c) - m);
+          y(r.row, c) = e;
+          return e;
+        },
+        Plus{});
+    r.barrier();
+    const float inv = 1.0f / s;
+    r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) *= inv; });
+  } else {
+    // bf16/fp16 output would round the stored exponentials: the online max and sum in one
+    // read instead, and exp again for the output.
+    const MaxSum total = r.reduce_by(
+        cols, MaxSum{minus_inf, 0.0f}, [&](MaxSum& part, const std::int64_t c) { part.add(in(c)); }, CombineMaxSum{});
+    // All -Inf: write 0 (m = -Inf would make every exponent NaN).
+    const float m = total.m == minus_inf ? 0.0f : total.m;
+    const float inv = total.m == minus_inf ? 0.0f : 1.0f / total.s;
+    r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(math::exp(in(c) - m) * inv); });
+  }
+}
+}  // namespace detail
+
 /// y = softmax(x) over the last axis of (rows, cols) x and y. Throws rooftop::Error if the
 /// extents differ.
 template <class Exec, class X, class Y>
 void softmax(const Exec& exec, const X& x, const Y& y) {
   mandate_input<Exec, X, 2>();
   mandate_output<Exec, Y, 2>();
-  using T = typename Y::value_type;
-  static_assert(!std::is_same_v<T, double>, "softmax: fp32, bf16 or fp16 storage");
+  static_assert(!std::is_same_v<typename Y::value_type, double>, "softmax: fp32, bf16 or fp16 storage");
   detail::require_same_shape("softmax", "x", x, "y", y);
   const auto cols = static_cast<std::int64_t>(x.extent(1));
-  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
   detail::for_each_row("rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
-                       KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
-                         auto in = [&](const std::int64_t c) { return float(x(r.row, c)); };
-                         if constexpr (std::is_same_v<T, float>) {
-                           // fp32 output: y can hold exp(x - max) exactly as computed, so the
-                           // output pass rescales it instead of evaluating exp again (one exp
-                           // per entry; exp is what bounds this op on CPUs). Max, then exp
-                           // and sum, then scale: the row is read from memory once, the later
-                           // passes hit cache for rows up to the size of L2.
-                           const float m = r.reduce(cols, minus_inf, in, detail::Max{});
-                           if (m == minus_inf) {  // all masked
-                             r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = 0.0f; });
-                             return;
-                           }
-                           const float s = r.reduce(
-                               cols, 0.0f,
-                               [&](const std::int64_t c) {
-                                 const float e = math::exp(in(c) - m);
-                                 y(r.row, c) = e;
-                                 return e;
-                               },
-                               detail::Plus{});
-                           r.barrier();
-                           const float inv = 1.0f / s;
-                           r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) *= inv; });
-                         } else {
-                           // bf16/fp16 output would round the stored exponentials: the online
-                           // max and sum in one read instead, and exp again for the output.
-                           const detail::MaxSum total = r.reduce_by(
-                               cols, detail::MaxSum{minus_inf, 0.0f},
-                               [&](detail::MaxSum& part, const std::int64_t c) { part.add(in(c)); }, detail::CombineMaxSum{});
-                           // All -Inf: write 0 (m = -Inf would make every exponent NaN).
-                           const float m = total.m == minus_inf ? 0.0f : total.m;
-                           const float inv = total.m == minus_inf ? 0.0f : 1.0f / total.s;
-                           r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(math::exp(in(c) - m) * inv); });
-                         }
-                       });
+                       KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) { detail::softmax_row(r, x, y, cols); });
 }
 template <class X, class Y>
 void softmax(const X& x, const Y& y) { softmax(typename Y::execution_space{}, x, y); }

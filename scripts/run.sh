@@ -5,15 +5,16 @@
 #   scripts/run.sh roofline [rooftop args...]   roofline harness -> results/ (report.json, report.csv, roofline.svg)
 #   scripts/run.sh test [ctest args...]         the whole test suite
 #   scripts/run.sh bench [benchmark args...]    the Google Benchmark suite
+#   scripts/run.sh build                        set up and build only (binaries in build/<preset>/bin)
 #
-# ROOFTOP_PRESET selects the CMake preset (openmp, the default, or serial).
+# ROOFTOP_PRESET selects the CMake preset: openmp (the default), serial or cuda.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-}"
 [ $# -gt 0 ] && shift
 case "$what" in
-  roofline|test|bench) ;;
-  *) sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  roofline|test|bench|build) ;;
+  *) sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 preset="${ROOFTOP_PRESET:-openmp}"
 
@@ -29,4 +30,5 @@ case "$what" in
   roofline) exec "build/$preset/bin/rooftop" "$@" ;;
   test) exec ctest --preset "$preset" "$@" ;;
   bench) exec "build/$preset/bin/rooftop_bench" "$@" ;;
+  build) echo "[run] built build/$preset/bin: $(ls "build/$preset/bin" | tr '\n' ' ')" >&2 ;;
 esac

@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Offline, idempotent set-up of everything rooftop builds against, from Debian's archive only.
 #
-#   scripts/setup.sh [--backend openmp|serial] [--kokkos5-headers]
+#   scripts/setup.sh [--backend openmp|serial|cuda] [--kokkos5-headers]
 #
-# - Debian packages (doctest, Google Benchmark, nlohmann/json, CLI11) are installed if missing.
+# - Debian packages (doctest, Google Benchmark, nlohmann/json, CLI11) are installed if missing;
+#   for cuda also Debian 12 non-free's nvidia-cuda-toolkit (CUDA 11.8) and g++-11, its host
+#   compiler (~1.6 GB download once).
 # - Kokkos: if Kokkos_ROOT is set it is used as is. Otherwise Kokkos 3.4.01 is extracted from
-#   Debian 12's `trilinos` source package and built (OpenMP + Serial) into a cache prefix
-#   outside the source tree: ${ROOFTOP_CACHE:-~/.cache/rooftop}/kokkos-3.4.01-openmp.
+#   Debian 12's `trilinos` source package and built into a cache prefix outside the source tree:
+#   ${ROOFTOP_CACHE:-~/.cache/rooftop}/kokkos-3.4.01-openmp (OpenMP + Serial) or
+#   .../kokkos-3.4.01-cuda (CUDA for sm_80, PTX included so Hopper runs it, + OpenMP).
 #   A second run finds it there and returns in seconds.
 # - --kokkos5-headers unpacks the Kokkos 5.x headers of Debian unstable's libkokkos-dev (never
 #   installed) into the cache, for the C++20 compile-compatibility check (scripts/check-kokkos5.sh).
@@ -27,9 +30,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$backend" in
-  openmp|serial) ;;
-  cuda) echo "setup.sh: the CUDA backend is not yet supported (it has its own issue)" >&2; exit 2 ;;
-  *) echo "setup.sh: unknown backend '$backend' (openmp|serial)" >&2; exit 2 ;;
+  openmp|serial|cuda) ;;
+  *) echo "setup.sh: unknown backend '$backend' (openmp|serial|cuda)" >&2; exit 2 ;;
 esac
 
 cache="${ROOFTOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rooftop}"
@@ -54,23 +56,43 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# A private apt configuration for deb-src (bookworm) and unstable look-ups.
+# Private apt configurations (the system's sources are never touched): `lookup` has bookworm's
+# sources and unstable's binaries (downloads only, never installed from); `nonfree` has
+# bookworm main + contrib + non-free, to install the CUDA toolkit from Debian 12 itself.
 private_apt() {
-  local dir="$cache/apt"
-  mkdir -p "$dir/lists/partial"
-  cat > "$dir/sources.list" <<SRC
-deb-src http://deb.debian.org/debian bookworm main
-deb http://deb.debian.org/debian sid main
-SRC
+  local name="$1" dir="$cache/apt-$1"
+  mkdir -p "$dir/lists/partial" "$dir/archives/partial"
+  case "$name" in
+    lookup) printf '%s\n' "deb-src http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian sid main" ;;
+    nonfree) printf '%s\n' "deb http://deb.debian.org/debian bookworm main contrib non-free" \
+                           "deb http://deb.debian.org/debian bookworm-updates main contrib non-free" \
+                           "deb http://deb.debian.org/debian-security bookworm-security main contrib non-free" ;;
+  esac > "$dir/sources.list"
   apt_opts=(-o "Dir::Etc::SourceList=$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
             -o "Dir::State::Lists=$dir/lists" -o Dir::Cache::archives="$dir/archives"
             -o APT::Sandbox::User=root -qq)
   if [ ! -e "$dir/lists/.updated" ] || [ -n "$(find "$dir/lists/.updated" -mmin +1440)" ]; then
-    log "updating private apt lists (bookworm sources, unstable binaries)"
+    log "updating private apt lists ($name)"
     apt-get "${apt_opts[@]}" update
     touch "$dir/lists/.updated"
   fi
 }
+
+if [ "$backend" = cuda ]; then
+  cuda_missing=()
+  for p in nvidia-cuda-toolkit g++-11; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || cuda_missing+=("$p")
+  done
+  if [ ${#cuda_missing[@]} -gt 0 ]; then
+    private_apt nonfree
+    log "installing ${cuda_missing[*]} from Debian 12 non-free (CUDA 11.8, ~1.6 GB download)"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y --no-install-recommends "${cuda_missing[@]}" >/dev/null
+    rm -rf "$cache/apt-nonfree/archives"/*.deb
+  fi
+  # CUDA 11.8's nvcc is /usr/bin/nvcc; a newer toolkit earlier on PATH (CUDA 13 cannot build
+  # Kokkos 3.4) must not be picked up.
+  export PATH="/usr/bin:$PATH" NVCC_WRAPPER_DEFAULT_COMPILER=g++-11
+fi
 
 # --- 2. Kokkos -----------------------------------------------------------------------------------
 if [ -n "${Kokkos_ROOT:-}" ]; then
@@ -79,14 +101,16 @@ if [ -n "${Kokkos_ROOT:-}" ]; then
   log "using Kokkos from Kokkos_ROOT=$Kokkos_ROOT"
   prefix="$Kokkos_ROOT"
 else
-  # One Kokkos build (OpenMP + Serial) serves both host backends: rooftop picks the execution space.
-  prefix="$cache/kokkos-3.4.01-openmp"
+  # One Kokkos build (OpenMP + Serial) serves both host backends: rooftop picks the execution
+  # space. The CUDA build has OpenMP as its host space.
+  flavour=$([ "$backend" = cuda ] && echo cuda || echo openmp)
+  prefix="$cache/kokkos-3.4.01-$flavour"
   if [ -e "$prefix/.rooftop-complete" ]; then
     log "Kokkos 3.4.01 already built in $prefix"
   else
     src="$cache/src/kokkos-3.4.01"
     if [ ! -e "$src/CMakeLists.txt" ]; then
-      private_apt
+      private_apt lookup
       dl="$cache/src/download"
       rm -rf "$dl" && mkdir -p "$dl"
       log "downloading Debian's trilinos source package (~166 MB) for its Kokkos 3.4.01"
@@ -100,14 +124,23 @@ else
       mv "$src.tmp" "$src"
       rm -rf "$dl"
     fi
-    log "building Kokkos 3.4.01 (OpenMP + Serial) into $prefix"
-    bld="$cache/build/kokkos-3.4.01-openmp"
+    if [ "$flavour" = cuda ]; then
+      # sm_80 code plus compute_80 PTX, which the driver compiles for Hopper at load time.
+      flags=(-DCMAKE_CXX_COMPILER="$src/bin/nvcc_wrapper" -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON
+             -DKokkos_ENABLE_CUDA_CONSTEXPR=ON -DKokkos_ENABLE_OPENMP=ON -DKokkos_ARCH_AMPERE80=ON -DCMAKE_CXX_FLAGS=-arch=sm_80)
+      what="CUDA 11.8 (sm_80) + OpenMP"
+    else
+      flags=(-DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=ON)
+      what="OpenMP + Serial"
+    fi
+    log "building Kokkos 3.4.01 ($what) into $prefix"
+    bld="$cache/build/kokkos-3.4.01-$flavour"
     rm -rf "$bld"
     cmake -S "$src" -B "$bld" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
-      -DCMAKE_CXX_STANDARD=17 -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=ON \
-      -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF >"$cache/kokkos-configure.log" 2>&1 \
-      || { tail -30 "$cache/kokkos-configure.log" >&2; exit 1; }
-    cmake --build "$bld" -j "$jobs" >"$cache/kokkos-build.log" 2>&1 || { tail -30 "$cache/kokkos-build.log" >&2; exit 1; }
+      -DCMAKE_CXX_STANDARD=17 "${flags[@]}" \
+      -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF >"$cache/kokkos-$flavour-configure.log" 2>&1 \
+      || { tail -30 "$cache/kokkos-$flavour-configure.log" >&2; exit 1; }
+    cmake --build "$bld" -j "$jobs" >"$cache/kokkos-$flavour-build.log" 2>&1 || { tail -30 "$cache/kokkos-$flavour-build.log" >&2; exit 1; }
     rm -rf "$prefix"
     cmake --install "$bld" >/dev/null
     touch "$prefix/.rooftop-complete"   # an interrupted install is rebuilt next time
@@ -121,8 +154,8 @@ if [ "$want_kokkos5" = 1 ]; then
   if [ -e "$k5/usr/include/kokkos/Kokkos_Core.hpp" ]; then
     log "Kokkos 5 headers already in $k5"
   else
-    private_apt
-    dl="$cache/apt/debs"
+    private_apt lookup
+    dl="$cache/apt-lookup/debs"
     rm -rf "$dl" && mkdir -p "$dl"
     log "downloading Debian unstable's libkokkos-dev (headers only, unpacked, never installed)"
     (cd "$dl" && apt-get "${apt_opts[@]}" download libkokkos-dev)
