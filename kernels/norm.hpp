@@ -19,12 +19,9 @@
 namespace rooftop {
 
 namespace detail {
-/// A pair of fp32 sums, folded together.
+/// The sums of the deviations from a row's first mean estimate and of their squares.
 struct SumPair {
   float a, b;
-};
-struct PlusPair {
-  KOKKOS_INLINE_FUNCTION SumPair operator()(const SumPair& x, const SumPair& y) const { return {x.a + y.a, x.b + y.b}; }
 };
 
 template <class Exec, class X, class Y, class W>
@@ -57,14 +54,18 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          const float mean0 = inv_cols * r.reduce(cols, 0.0f, [&](const std::int64_t c) { return float(x(r.row, c)); },
                                                                  detail::Plus{});
                          // Corrected two-pass: the deviations' own sum fixes the rounding of
-                         // mean0, so a constant row has exactly zero variance.
-                         const detail::SumPair dev = r.reduce(
-                             cols, detail::SumPair{0.0f, 0.0f},
-                             [&](const std::int64_t c) {
-                               const float d = float(x(r.row, c)) - mean0;
-                               return detail::SumPair{d, d * d};
-                             },
-                             detail::PlusPair{});
+                         // mean0, so a constant row has zero variance up to rounding. Two plain
+                         // sums rather than one of pairs: they vectorize (the row is in cache).
+                         auto deviation = [&](const std::int64_t c) { return float(x(r.row, c)) - mean0; };
+                         const detail::SumPair dev{
+                             r.reduce(cols, 0.0f, deviation, detail::Plus{}),
+                             r.reduce(
+                                 cols, 0.0f,
+                                 [&](const std::int64_t c) {
+                                   const float d = deviation(c);
+                                   return d * d;
+                                 },
+                                 detail::Plus{})};
                          const float mean = mean0 + dev.a * inv_cols;
                          const float var = (dev.b - dev.a * dev.a * inv_cols) * inv_cols;
                          const float rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + e);
