@@ -21,6 +21,10 @@ KOKKOS_FORCEINLINE_FUNCTION float select(bool c, float a, float b) {
   const std::uint32_t mask = 0u - static_cast<std::uint32_t>(c);
   return compat::bit_cast<float>((compat::bit_cast<std::uint32_t>(a) & mask) | (compat::bit_cast<std::uint32_t>(b) & ~mask));
 }
+KOKKOS_FORCEINLINE_FUNCTION double select(bool c, double a, double b) {
+  const std::uint64_t mask = 0u - static_cast<std::uint64_t>(c);
+  return compat::bit_cast<double>((compat::bit_cast<std::uint64_t>(a) & mask) | (compat::bit_cast<std::uint64_t>(b) & ~mask));
+}
 
 /// e^x for float, within 3 ulp of the true value for results >= 2^-125; smaller results
 /// (x < -87) are flushed to +0. e^-Inf = 0, e^Inf = Inf, overflow gives Inf, NaN stays NaN.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kokkos_compat.hpp"
+#include "math.hpp"
 
 #include <cstdint>
 #include <type_traits>
@@ -75,7 +76,10 @@ struct Plus {
 /// max(a, b) that propagates NaN (a NaN anywhere makes the result NaN).
 struct NanMax {
   template <class T>
-  KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const { return (a != a || a > b) ? a : b; }
+  KOKKOS_INLINE_FUNCTION T operator()(T a, T b) const {
+    // Both comparisons unconditionally (no short-circuit) and a bitwise select: vectorizes.
+    return math::select((a != a) | (a > b), a, b);
+  }
 };
 
 /// Folds the elements [begin, end) serially into `lanes` independent partials (the compiler
