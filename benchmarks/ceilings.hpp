@@ -19,6 +19,7 @@
 #include <string>
 #include <fstream>
 #include <type_traits>
+#include <utility>
 
 namespace rooftop::harness {
 
@@ -124,31 +125,73 @@ double measure_peak_gflops(const Exec& exec, bool quick) {
   return flops / t.seconds_min * 1e-9;
 }
 
-/// Best bandwidth (GB/s) of a STREAM-family kernel over arrays of n doubles.
+/// The bandwidth ceiling kernels (copy, triad, and a read-only dot) over three arrays of n
+/// doubles, kept allocated so the harness can sample them again whenever it likes.
 template <class Exec>
-std::map<std::string, double> measure_stream_bandwidth(const Exec& exec, std::int64_t n, bool quick, const std::string& prefix) {
+class StreamCeilingKernels {
+ public:
+  StreamCeilingKernels(const Exec& exec, std::int64_t n, std::string prefix)
+      : exec_(exec), n_(n), prefix_(std::move(prefix)), x_("rooftop::bw_x", n), y_("rooftop::bw_y", n), z_("rooftop::bw_z", n) {
+    fill_uniform(exec, x_, 1, 0.5, 1.5);
+    fill_uniform(exec, y_, 2, 0.5, 1.5);
+    fill_uniform(exec, z_, 3, 0.5, 1.5);
+  }
+
+  /// Best GB/s of each kernel over at least `reps` runs and `min_seconds`: "<prefix>_copy",
+  /// "<prefix>_triad", "<prefix>_read", and "<prefix>", the best of them.
+  std::map<std::string, double> measure(int reps, double min_seconds) const {
+    std::map<std::string, double> out;
+    auto best = [&](const char* name, double bytes, const std::function<void()>& f) {
+      const Timing t = time_repeated(exec_, f, 1, reps, min_seconds);
+      out[prefix_ + "_" + name] = bytes / t.seconds_min * 1e-9;
+    };
+    volatile double sink = 0;
+    best("copy", copy_cost<double>(n_).bytes, [&] { rooftop::copy(exec_, x_, z_); });
+    best("triad", triad_cost<double>(n_).bytes, [&] { rooftop::triad(exec_, 0.5, x_, y_, z_); });
+    best("read", dot_cost<double>(n_).bytes, [&] { sink = rooftop::dot(exec_, x_, y_); });
+    (void)sink;
+    double top = 0;
+    for (const auto& [name, gbs] : out) top = std::max(top, gbs);
+    out[prefix_] = top;
+    return out;
+  }
+
+ private:
   using V = Kokkos::View<double*, typename Exec::memory_space>;
-  V x("rooftop::bw_x", n), y("rooftop::bw_y", n), z("rooftop::bw_z", n);
-  fill_uniform(exec, x, 1, 0.5, 1.5);
-  fill_uniform(exec, y, 2, 0.5, 1.5);
-  fill_uniform(exec, z, 3, 0.5, 1.5);
-  const int reps = quick ? 5 : 20;
-  const double min_seconds = quick ? 0.1 : 0.5;
-  std::map<std::string, double> out;
-  auto best = [&](const char* name, double bytes, const std::function<void()>& f) {
-    const Timing t = time_repeated(exec, f, 2, reps, min_seconds);
-    out[prefix + "_" + name] = bytes / t.seconds_min * 1e-9;
-  };
-  volatile double sink = 0;
-  best("copy", copy_cost<double>(n).bytes, [&] { rooftop::copy(exec, x, z); });
-  best("triad", triad_cost<double>(n).bytes, [&] { rooftop::triad(exec, 0.5, x, y, z); });
-  best("read", dot_cost<double>(n).bytes, [&] { sink = rooftop::dot(exec, x, y); });
-  (void)sink;
-  double top = 0;
-  for (const auto& [name, gbs] : out) top = std::max(top, gbs);
-  out[prefix] = top;
-  return out;
+  Exec exec_;
+  std::int64_t n_;
+  std::string prefix_;
+  V x_, y_, z_;
+};
+
+/// Keeps, per kernel, the best of `measured` and what `c` already holds.
+inline void keep_best_bandwidth(Ceilings& c, const std::map<std::string, double>& measured) {
+  for (const auto& [name, gbs] : measured) c.bandwidth_gbs[name] = std::max(c.bandwidth_gbs[name], gbs);
 }
+
+/// The main-memory and cache ceiling kernels at the sweep's two working sets, sampled briefly
+/// after every op the harness times: on a shared machine the bandwidth drifts by tens of
+/// percent within seconds, and a ceiling sampled next to each op sees the machine states the
+/// ops saw.
+template <class Exec>
+class BandwidthSampler {
+ public:
+  BandwidthSampler(const Exec& exec, double llc_bytes)
+      : dram_(exec, static_cast<std::int64_t>(main_memory_working_set(llc_bytes) / 24), "dram"),
+        llc_(exec, static_cast<std::int64_t>(cache_working_set(llc_bytes) / 24), "llc") {}
+
+  /// A few runs of the kernels at the working set of an op (cache-resident or not), kept in c
+  /// where they beat it.
+  void sample(Ceilings& c, bool cache_resident) {
+    keep_best_bandwidth(c, (cache_resident ? llc_ : dram_).measure(3, 0));
+    ++samples_;
+  }
+  int samples() const { return samples_; }
+
+ private:
+  StreamCeilingKernels<Exec> dram_, llc_;
+  int samples_ = 0;
+};
 
 /// Seconds per launch of an empty kernel, averaged over many launches, then fenced.
 template <class Exec>
@@ -163,22 +206,21 @@ double measure_launch_overhead_us(const Exec& exec) {
 }
 
 /// Measures the main-memory and last-level-cache bandwidth ceilings into `c`, keeping per
-/// kernel the best of this and any earlier measurement: bandwidth on a shared machine drifts
-/// by tens of percent over minutes, so the harness measures before and after its sweep.
+/// kernel the best of this and any earlier measurement (the harness measures before and after
+/// each round of its sweep, and samples them next to every op, see BandwidthSampler).
 template <class Exec>
 void measure_bandwidth_ceilings(const Exec& exec, bool quick, Ceilings& c,
                                 const std::function<void(const std::string&)>& progress) {
-  auto keep_best = [&c](const std::map<std::string, double>& measured) {
-    for (const auto& [name, gbs] : measured) c.bandwidth_gbs[name] = std::max(c.bandwidth_gbs[name], gbs);
-  };
+  const int reps = quick ? 5 : 20;
+  const double min_seconds = quick ? 0.1 : 0.5;
   // Main memory: three arrays totalling the sweep's main-memory working set.
   const double dram_bytes = main_memory_working_set(c.llc_bytes);
   progress("main-memory bandwidth (working set " + std::to_string(static_cast<long>(dram_bytes / 1e6)) + " MB)");
-  keep_best(measure_stream_bandwidth(exec, static_cast<std::int64_t>(dram_bytes / 24), quick, "dram"));
+  keep_best_bandwidth(c, StreamCeilingKernels<Exec>(exec, static_cast<std::int64_t>(dram_bytes / 24), "dram").measure(reps, min_seconds));
   // Last-level cache: three arrays totalling the sweep's cache-resident working set.
   const double llc_bytes = cache_working_set(c.llc_bytes);
   progress("last-level-cache bandwidth (working set " + std::to_string(static_cast<long>(llc_bytes / 1e6)) + " MB)");
-  keep_best(measure_stream_bandwidth(exec, static_cast<std::int64_t>(llc_bytes / 24), quick, "llc"));
+  keep_best_bandwidth(c, StreamCeilingKernels<Exec>(exec, static_cast<std::int64_t>(llc_bytes / 24), "llc").measure(reps, min_seconds));
 }
 
 /// Host <-> device copy bandwidth (GB/s) of 256 MB, from pageable and from pinned host memory:

@@ -175,10 +175,12 @@ int run(Options opt) {
   std::vector<int> failed(plan.size(), 0);
   // Best-of-many, like STREAM, and spread over rounds: on a shared machine the bandwidth
   // drifts by tens of percent over seconds, so the samples of each op are taken in several
-  // windows minutes apart (fresh inputs each round), and each ceiling is re-measured after
-  // every round, keeping the best. Every op is verified after each round's timing.
+  // windows minutes apart (fresh inputs each round), the ceiling kernels are sampled right
+  // after every op and re-measured after every round, keeping the best. Every op is verified
+  // after each round's timing.
   const int reps = opt.quick ? 5 : 25;
   const double min_seconds = opt.quick ? 0.05 : 0.25;
+  BandwidthSampler<Exec> sampler(exec, ceilings.llc_bytes);
   for (int round = 0; round < opt.rounds; ++round) {
     std::printf("Round %d of %d\n", round + 1, opt.rounds);
     print_header();
@@ -198,6 +200,8 @@ int run(Options opt) {
         if (r.verify_error.empty()) r.verify_error = results[k].verify_error;
       }
       r.verified = !failed[k];
+      // The ceilings again, right after the op, at its working set (see BandwidthSampler).
+      sampler.sample(ceilings, ceilings.is_cache_resident(r.cost.bytes));
       place_under_roof(r, ceilings);
       results[k] = r;
       char tag[48];
@@ -220,6 +224,8 @@ int run(Options opt) {
   } else {
     for (Result& r : results) place_under_roof(r, ceilings);
   }
+  std::printf("(bandwidth ceilings: best of the measurements around each round and %d samples next to the ops)\n",
+              sampler.samples());
   report_roof_violations(results);
   const nlohmann::json fusion = fusion_summary(results);
   const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
