@@ -137,27 +137,41 @@ class StreamCeilingKernels {
     fill_uniform(exec, z_, 3, 0.5, 1.5);
   }
 
+  static constexpr int kernels = 3;
+
   /// Best GB/s of each kernel over at least `reps` runs and `min_seconds`: "<prefix>_copy",
   /// "<prefix>_triad", "<prefix>_read", and "<prefix>", the best of them.
   std::map<std::string, double> measure(int reps, double min_seconds) const {
     std::map<std::string, double> out;
-    auto best = [&](const char* name, double bytes, const std::function<void()>& f) {
-      const Timing t = time_repeated(exec_, f, 1, reps, min_seconds);
-      out[prefix_ + "_" + name] = bytes / t.seconds_min * 1e-9;
-    };
-    volatile double sink = 0;
-    best("copy", copy_cost<double>(n_).bytes, [&] { rooftop::copy(exec_, x_, z_); });
-    best("triad", triad_cost<double>(n_).bytes, [&] { rooftop::triad(exec_, 0.5, x_, y_, z_); });
-    best("read", dot_cost<double>(n_).bytes, [&] { sink = rooftop::dot(exec_, x_, y_); });
-    (void)sink;
+    for (int k = 0; k < kernels; ++k) {
+      const Timing t = time_repeated(exec_, [&] { run(k); }, 1, reps, min_seconds);
+      out[prefix_ + "_" + name(k)] = bytes(k) / t.seconds_min * 1e-9;
+    }
     double top = 0;
-    for (const auto& [name, gbs] : out) top = std::max(top, gbs);
+    for (const auto& [key, gbs] : out) top = std::max(top, gbs);
     out[prefix_] = top;
     return out;
   }
 
+  /// One timed run of kernel k, as measure() reports it (one key and the best-of key).
+  std::map<std::string, double> measure_once(int k) const {
+    const double gbs = bytes(k) / time_fenced(exec_, [&] { run(k); }) * 1e-9;
+    return {{prefix_ + "_" + name(k), gbs}, {prefix_, gbs}};
+  }
+
  private:
+  static const char* name(int k) { return k == 0 ? "copy" : k == 1 ? "triad" : "read"; }
+  double bytes(int k) const {
+    return k == 0 ? copy_cost<double>(n_).bytes : k == 1 ? triad_cost<double>(n_).bytes : dot_cost<double>(n_).bytes;
+  }
+  void run(int k) const {
+    if (k == 0) rooftop::copy(exec_, x_, z_);
+    if (k == 1) rooftop::triad(exec_, 0.5, x_, y_, z_);
+    if (k == 2) sink_ = rooftop::dot(exec_, x_, y_);
+  }
+
   using V = Kokkos::View<double*, typename Exec::memory_space>;
+  mutable volatile double sink_ = 0;
   Exec exec_;
   std::int64_t n_;
   std::string prefix_;
@@ -169,28 +183,41 @@ inline void keep_best_bandwidth(Ceilings& c, const std::map<std::string, double>
   for (const auto& [name, gbs] : measured) c.bandwidth_gbs[name] = std::max(c.bandwidth_gbs[name], gbs);
 }
 
-/// The main-memory and cache ceiling kernels at the sweep's two working sets, sampled briefly
-/// after every op the harness times: on a shared machine the bandwidth drifts by tens of
-/// percent within seconds, and a ceiling sampled next to each op sees the machine states the
-/// ops saw.
+/// The main-memory and cache ceiling kernels at the sweep's two working sets, run between the
+/// timed runs of every op: on a shared machine the bandwidth drifts by tens of percent within
+/// seconds, and ceiling samples interleaved with an op's samples see the machine states the op
+/// saw, so a lucky moment cannot lift an op above a ceiling measured at another time.
 template <class Exec>
 class BandwidthSampler {
  public:
   BandwidthSampler(const Exec& exec, double llc_bytes)
       : dram_(exec, static_cast<std::int64_t>(main_memory_working_set(llc_bytes) / 24), "dram"),
-        llc_(exec, static_cast<std::int64_t>(cache_working_set(llc_bytes) / 24), "llc") {}
+        llc_(exec, static_cast<std::int64_t>(cache_working_set(llc_bytes) / 24), "llc"),
+        exec_(exec) {}
 
-  /// A few runs of the kernels at the working set of an op (cache-resident or not), kept in c
-  /// where they beat it.
-  void sample(Ceilings& c, bool cache_resident) {
-    keep_best_bandwidth(c, (cache_resident ? llc_ : dram_).measure(3, 0));
-    ++samples_;
+  /// Times f() like time_repeated (warm-up, then at least `reps` runs and `min_seconds`),
+  /// with one run of a ceiling kernel (copy, triad, read in turn) at the op's working set after
+  /// each timed run, kept in c where it beats it.
+  template <class F>
+  Timing time_interleaved(Ceilings& c, bool cache_resident, F&& f, int warmup, int reps, double min_seconds,
+                          int max_reps = 1000) {
+    for (int i = 0; i < warmup; ++i) time_fenced(exec_, f);
+    std::vector<double> samples;
+    double total = 0;
+    while (static_cast<int>(samples.size()) < reps || (total < min_seconds && static_cast<int>(samples.size()) < max_reps)) {
+      samples.push_back(time_fenced(exec_, f));
+      total += samples.back();
+      keep_best_bandwidth(c, (cache_resident ? llc_ : dram_).measure_once(next_++ % StreamCeilingKernels<Exec>::kernels));
+    }
+    return Timing(std::move(samples));
   }
-  int samples() const { return samples_; }
+  /// Ceiling kernel runs so far.
+  int samples() const { return next_; }
 
  private:
   StreamCeilingKernels<Exec> dram_, llc_;
-  int samples_ = 0;
+  Exec exec_;
+  int next_ = 0;
 };
 
 /// Seconds per launch of an empty kernel, averaged over many launches, then fenced.

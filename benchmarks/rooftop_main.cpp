@@ -175,9 +175,9 @@ int run(Options opt) {
   std::vector<int> failed(plan.size(), 0);
   // Best-of-many, like STREAM, and spread over rounds: on a shared machine the bandwidth
   // drifts by tens of percent over seconds, so the samples of each op are taken in several
-  // windows minutes apart (fresh inputs each round), the ceiling kernels are sampled right
-  // after every op and re-measured after every round, keeping the best. Every op is verified
-  // after each round's timing.
+  // windows minutes apart (fresh inputs each round), a ceiling kernel runs after each of the
+  // op's timed runs, and the ceilings are re-measured after every round, keeping the best.
+  // Every op is verified after each round's timing.
   const int reps = opt.quick ? 5 : 25;
   const double min_seconds = opt.quick ? 0.05 : 0.25;
   BandwidthSampler<Exec> sampler(exec, ceilings.llc_bytes);
@@ -192,7 +192,7 @@ int run(Options opt) {
       r.dtype = p.dtype;
       r.shape = inst.shape;
       r.cost = inst.cost;
-      r.timing = time_repeated(exec, inst.run, 2, reps, min_seconds);
+      r.timing = sampler.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps, min_seconds);
       r.verify_error = inst.verify();  // after timing: checks the output the timed runs left
       failed[k] |= !r.verify_error.empty();
       if (round > 0) {
@@ -200,8 +200,6 @@ int run(Options opt) {
         if (r.verify_error.empty()) r.verify_error = results[k].verify_error;
       }
       r.verified = !failed[k];
-      // The ceilings again, right after the op, at its working set (see BandwidthSampler).
-      sampler.sample(ceilings, ceilings.is_cache_resident(r.cost.bytes));
       place_under_roof(r, ceilings);
       results[k] = r;
       char tag[48];
@@ -224,7 +222,8 @@ int run(Options opt) {
   } else {
     for (Result& r : results) place_under_roof(r, ceilings);
   }
-  std::printf("(bandwidth ceilings: best of the measurements around each round and %d samples next to the ops)\n",
+  std::printf("(bandwidth ceilings: best of the measurements around each round and of %d ceiling-kernel runs\n"
+              " interleaved with the ops' timed runs)\n",
               sampler.samples());
   report_roof_violations(results);
   const nlohmann::json fusion = fusion_summary(results);
