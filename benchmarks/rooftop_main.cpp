@@ -142,9 +142,9 @@ int run(Options opt) {
   };
   Ceilings ceilings = measure_ceilings(exec, opt.quick, progress);
   auto print_bandwidth = [&ceilings](const char* when) {
-    std::printf("\nBandwidth ceilings %s: DRAM %.1f GB/s (copy %.1f, triad %.1f, read %.1f), LLC %.1f GB/s\n", when,
-                ceilings.dram(), ceilings.bandwidth_gbs.at("dram_copy"), ceilings.bandwidth_gbs.at("dram_triad"),
-                ceilings.bandwidth_gbs.at("dram_read"), ceilings.bandwidth_gbs.at("llc"));
+    std::printf("\nBandwidth ceilings %s: DRAM %.1f GB/s (copy %.1f, add %.1f, triad %.1f, read %.1f), LLC %.1f GB/s\n",
+                when, ceilings.dram(), ceilings.bandwidth_gbs.at("dram_copy"), ceilings.bandwidth_gbs.at("dram_add"),
+                ceilings.bandwidth_gbs.at("dram_triad"), ceilings.bandwidth_gbs.at("dram_read"), ceilings.bandwidth_gbs.at("llc"));
   };
   print_bandwidth("(before the sweep)");
   for (const char* link : {"h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned"})
