@@ -203,20 +203,14 @@ class BandwidthSampler {
         exec_(exec) {}
 
   /// Times f() like time_repeated (warm-up, then at least `reps` runs and `min_seconds`),
-  /// with one run of a ceiling kernel (copy, add, triad, read in turn) at the op's working set after
-  /// each timed run, kept in c where it beats it.
+  /// with one run of a ceiling kernel (copy, add, triad, read in turn) at the op's working set
+  /// after each timed run, kept in c where it beats it.
   template <class F>
-  Timing time_interleaved(Ceilings& c, bool cache_resident, F&& f, int warmup, int reps, double min_seconds,
-                          int max_reps = 1000) {
-    for (int i = 0; i < warmup; ++i) time_fenced(exec_, f);
-    std::vector<double> samples;
-    double total = 0;
-    while (static_cast<int>(samples.size()) < reps || (total < min_seconds && static_cast<int>(samples.size()) < max_reps)) {
-      samples.push_back(time_fenced(exec_, f));
-      total += samples.back();
-      keep_best_bandwidth(c, (cache_resident ? llc_ : dram_).measure_once(next_++ % StreamCeilingKernels<Exec>::kernels));
-    }
-    return Timing(std::move(samples));
+  Timing time_interleaved(Ceilings& c, bool cache_resident, F&& f, int warmup, int reps, double min_seconds) {
+    const StreamCeilingKernels<Exec>& kernels = cache_resident ? llc_ : dram_;
+    return time_repeated_with(exec_, f, warmup, reps, min_seconds, [&] {
+      keep_best_bandwidth(c, kernels.measure_once(next_++ % StreamCeilingKernels<Exec>::kernels));
+    });
   }
   /// Ceiling kernel runs so far.
   int samples() const { return next_; }

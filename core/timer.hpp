@@ -54,9 +54,11 @@ double time_fenced(const Exec& exec, F&& f) {
 }
 
 /// Runs f() `warmup` times untimed, then times it at least `min_reps` times and until
-/// `min_seconds` of timed work have passed (at most `max_reps` times).
-template <class Exec, class F>
-Timing time_repeated(const Exec& exec, F&& f, int warmup, int min_reps, double min_seconds, int max_reps = 1000) {
+/// `min_seconds` of timed work have passed (at most `max_reps` times), calling between() after
+/// each timed run (untimed).
+template <class Exec, class F, class Between>
+Timing time_repeated_with(const Exec& exec, F&& f, int warmup, int min_reps, double min_seconds, Between&& between,
+                          int max_reps = 1000) {
   for (int i = 0; i < warmup; ++i) time_fenced(exec, f);
   std::vector<double> samples;
   double total = 0;
@@ -64,8 +66,15 @@ Timing time_repeated(const Exec& exec, F&& f, int warmup, int min_reps, double m
          (total < min_seconds && static_cast<int>(samples.size()) < max_reps)) {
     samples.push_back(time_fenced(exec, f));
     total += samples.back();
+    between();
   }
   return Timing(std::move(samples));
+}
+
+/// time_repeated_with, nothing between the runs.
+template <class Exec, class F>
+Timing time_repeated(const Exec& exec, F&& f, int warmup, int min_reps, double min_seconds, int max_reps = 1000) {
+  return time_repeated_with(exec, f, warmup, min_reps, min_seconds, [] {}, max_reps);
 }
 
 }  // namespace rooftop
