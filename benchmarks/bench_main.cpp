@@ -41,7 +41,10 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   Exec exec;
   std::fprintf(stderr, "rooftop_bench: measuring ceilings (quick)...\n");
-  static const Ceilings ceilings = measure_ceilings(exec, true, [](const std::string&) {});
+  static const Ceilings ceilings = [&] {
+    const BandwidthSampler<Exec> bandwidth(exec);  // freed once measured
+    return measure_ceilings(exec, bandwidth, true, [](const std::string&) {});
+  }();
   benchmark::AddCustomContext("rooftop_backend", backend_name);
   benchmark::AddCustomContext("kokkos_version", compat::kokkos_version());
   benchmark::AddCustomContext("concurrency", std::to_string(compat::concurrency(exec)));

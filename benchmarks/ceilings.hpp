@@ -190,17 +190,34 @@ inline void keep_best_bandwidth(Ceilings& c, const std::map<std::string, double>
   for (const auto& [name, gbs] : measured) c.bandwidth_gbs[name] = std::max(c.bandwidth_gbs[name], gbs);
 }
 
-/// The main-memory and cache ceiling kernels at the sweep's two working sets, run between the
-/// timed runs of every op: on a shared machine the bandwidth drifts by tens of percent within
-/// seconds, and ceiling samples interleaved with an op's samples see the machine states the op
-/// saw, so a lucky moment cannot lift an op above a ceiling measured at another time.
+/// The main-memory and cache ceiling kernels at the sweep's two working sets (three arrays
+/// totalling each), allocated once: measured in full before the sweep and after every round,
+/// and run between the timed runs of every op. On a shared machine the bandwidth drifts by tens
+/// of percent within seconds, and ceiling samples interleaved with an op's samples see the
+/// machine states the op saw. Every measurement keeps, per kernel, the best so far.
 template <class Exec>
 class BandwidthSampler {
  public:
-  BandwidthSampler(const Exec& exec, double llc_bytes)
-      : dram_(exec, static_cast<std::int64_t>(main_memory_working_set(llc_bytes) / 24), "dram"),
-        llc_(exec, static_cast<std::int64_t>(cache_working_set(llc_bytes) / 24), "llc"),
+  explicit BandwidthSampler(const Exec& exec)
+      : llc_bytes_(last_level_cache_bytes(exec)),
+        dram_(exec, static_cast<std::int64_t>(main_memory_working_set(llc_bytes_) / 24), "dram"),
+        llc_(exec, static_cast<std::int64_t>(cache_working_set(llc_bytes_) / 24), "llc"),
         exec_(exec) {}
+
+  /// The last-level cache the working sets are based on.
+  double llc_bytes() const { return llc_bytes_; }
+
+  /// Both ceilings in full (at least `reps` runs and `min_seconds` per kernel), into c.
+  void measure(Ceilings& c, bool quick, const std::function<void(const std::string&)>& progress) const {
+    const int reps = quick ? 5 : 20;
+    const double min_seconds = quick ? 0.1 : 0.5;
+    progress("main-memory bandwidth (working set " + std::to_string(static_cast<long>(main_memory_working_set(llc_bytes_) / 1e6)) +
+             " MB)");
+    keep_best_bandwidth(c, dram_.measure(reps, min_seconds));
+    progress("last-level-cache bandwidth (working set " + std::to_string(static_cast<long>(cache_working_set(llc_bytes_) / 1e6)) +
+             " MB)");
+    keep_best_bandwidth(c, llc_.measure(reps, min_seconds));
+  }
 
   /// Times f() like time_repeated (warm-up, then at least `reps` runs and `min_seconds`),
   /// with one run of a ceiling kernel (copy, add, triad, read in turn) at the op's working set
@@ -212,10 +229,11 @@ class BandwidthSampler {
       keep_best_bandwidth(c, kernels.measure_once(next_++ % StreamCeilingKernels<Exec>::kernels));
     });
   }
-  /// Ceiling kernel runs so far.
+  /// Ceiling kernel runs interleaved with ops so far.
   int samples() const { return next_; }
 
  private:
+  double llc_bytes_;
   StreamCeilingKernels<Exec> dram_, llc_;
   Exec exec_;
   int next_ = 0;
@@ -231,24 +249,6 @@ double measure_launch_overhead_us(const Exec& exec) {
   };
   const Timing t = time_repeated(exec, empty, 1, 5, 0.05);
   return t.seconds_median / launches * 1e6;
-}
-
-/// Measures the main-memory and last-level-cache bandwidth ceilings into `c`, keeping per
-/// kernel the best of this and any earlier measurement (the harness measures before and after
-/// each round of its sweep, and samples them next to every op, see BandwidthSampler).
-template <class Exec>
-void measure_bandwidth_ceilings(const Exec& exec, bool quick, Ceilings& c,
-                                const std::function<void(const std::string&)>& progress) {
-  const int reps = quick ? 5 : 20;
-  const double min_seconds = quick ? 0.1 : 0.5;
-  // Main memory: three arrays totalling the sweep's main-memory working set.
-  const double dram_bytes = main_memory_working_set(c.llc_bytes);
-  progress("main-memory bandwidth (working set " + std::to_string(static_cast<long>(dram_bytes / 1e6)) + " MB)");
-  keep_best_bandwidth(c, StreamCeilingKernels<Exec>(exec, static_cast<std::int64_t>(dram_bytes / 24), "dram").measure(reps, min_seconds));
-  // Last-level cache: three arrays totalling the sweep's cache-resident working set.
-  const double llc_bytes = cache_working_set(c.llc_bytes);
-  progress("last-level-cache bandwidth (working set " + std::to_string(static_cast<long>(llc_bytes / 1e6)) + " MB)");
-  keep_best_bandwidth(c, StreamCeilingKernels<Exec>(exec, static_cast<std::int64_t>(llc_bytes / 24), "llc").measure(reps, min_seconds));
 }
 
 /// Host <-> device copy bandwidth (GB/s) of 256 MB, from pageable and from pinned host memory:
@@ -282,12 +282,14 @@ std::map<std::string, double> measure_transfer_bandwidth(const Exec& exec, bool 
   return out;
 }
 
-/// Measures every ceiling. `progress` receives one line per step.
+/// Measures every ceiling, the bandwidth ones with `bandwidth`'s kernels. `progress` receives
+/// one line per step.
 template <class Exec>
-Ceilings measure_ceilings(const Exec& exec, bool quick, const std::function<void(const std::string&)>& progress) {
+Ceilings measure_ceilings(const Exec& exec, const BandwidthSampler<Exec>& bandwidth, bool quick,
+                          const std::function<void(const std::string&)>& progress) {
   Ceilings c;
-  c.llc_bytes = last_level_cache_bytes(exec);
-  measure_bandwidth_ceilings(exec, quick, c, progress);
+  c.llc_bytes = bandwidth.llc_bytes();
+  bandwidth.measure(c, quick, progress);
   progress("FP32 peak (FMA chains)");
   c.peak_gflops_fp32 = measure_peak_gflops<Exec, float>(exec, quick);
   progress("FP64 peak (FMA chains)");

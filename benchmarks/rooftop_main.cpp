@@ -140,7 +140,8 @@ int run(Options opt) {
     std::printf("  %s\n", step.c_str());
     std::fflush(stdout);
   };
-  Ceilings ceilings = measure_ceilings(exec, opt.quick, progress);
+  BandwidthSampler<Exec> bandwidth(exec);
+  Ceilings ceilings = measure_ceilings(exec, bandwidth, opt.quick, progress);
   auto print_bandwidth = [&ceilings](const char* when) {
     std::printf("\nBandwidth ceilings %s: DRAM %.1f GB/s (copy %.1f, add %.1f, triad %.1f, read %.1f), LLC %.1f GB/s\n",
                 when, ceilings.dram(), ceilings.bandwidth_gbs.at("dram_copy"), ceilings.bandwidth_gbs.at("dram_add"),
@@ -180,7 +181,6 @@ int run(Options opt) {
   // Every op is verified after each round's timing.
   const int reps = opt.quick ? 5 : 25;
   const double min_seconds = opt.quick ? 0.05 : 0.25;
-  BandwidthSampler<Exec> sampler(exec, ceilings.llc_bytes);
   for (int round = 0; round < opt.rounds; ++round) {
     std::printf("Round %d of %d\n", round + 1, opt.rounds);
     print_header();
@@ -192,7 +192,7 @@ int run(Options opt) {
       r.dtype = p.dtype;
       r.shape = inst.shape;
       r.cost = inst.cost;
-      r.timing = sampler.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps, min_seconds);
+      r.timing = bandwidth.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps, min_seconds);
       r.verify_error = inst.verify();  // after timing: checks the output the timed runs left
       failed[k] |= !r.verify_error.empty();
       if (round > 0) {
@@ -207,24 +207,20 @@ int run(Options opt) {
       print_row(tag, r);
     }
     std::printf("\nMeasuring bandwidth ceilings again after round %d...\n", round + 1);
-    measure_bandwidth_ceilings(exec, opt.quick, ceilings, progress);
+    bandwidth.measure(ceilings, opt.quick, progress);
     print_bandwidth("(best so far)");
     std::printf("\n");
   }
 
+  for (Result& r : results) place_under_roof(r, ceilings);
   if (opt.rounds > 1) {
     std::printf("Best of %d rounds, under the best ceilings:\n", opt.rounds);
     print_header();
-    for (std::size_t k = 0; k < results.size(); ++k) {
-      place_under_roof(results[k], ceilings);
-      print_row("", results[k]);
-    }
-  } else {
-    for (Result& r : results) place_under_roof(r, ceilings);
+    for (const Result& r : results) print_row("", r);
   }
   std::printf("(bandwidth ceilings: best of the measurements around each round and of %d ceiling-kernel runs\n"
               " interleaved with the ops' timed runs)\n",
-              sampler.samples());
+              bandwidth.samples());
   report_roof_violations(results);
   const nlohmann::json fusion = fusion_summary(results);
   const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
