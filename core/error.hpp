@@ -55,6 +55,13 @@ constexpr void mandate_input() {
   detail::mandate_view<Exec, View, Rank>();
 }
 
+/// Compile-time mandate of the ops whose math is fp32 (activations, softmax, norms, dropout):
+/// storage fp32, bf16 or fp16, not fp64.
+template <class T>
+constexpr void mandate_fp32_math() {
+  static_assert(!std::is_same_v<std::remove_const_t<T>, double>, "rooftop: this op computes in fp32; store fp32, bf16 or fp16");
+}
+
 /// As mandate_input, and the View's value type must not be const.
 template <class Exec, class View, int Rank>
 constexpr void mandate_output() {

@@ -21,11 +21,6 @@ namespace rooftop {
 enum class Gelu { tanh, erf };
 
 namespace detail {
-template <class T>
-constexpr void mandate_fp32_math() {
-  static_assert(!std::is_same_v<std::remove_const_t<T>, double>, "rooftop activations: fp32, bf16 or fp16 storage");
-}
-
 /// y(i) = f(x(i)) in fp32 for rank-1 x, y.
 template <class Exec, class X, class Y, class F>
 void map_elements(const char* label, const char* op, const Exec& exec, const X& x, const Y& y, const F& f) {

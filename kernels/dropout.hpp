@@ -89,7 +89,7 @@ void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t s
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
   using T = typename Y::value_type;
-  detail::mandate_fp32_math<T>();
+  mandate_fp32_math<T>();
   detail::require_same_shape("dropout", "x", x, "y", y);
   detail::require_probability("dropout", p);
   const DropoutMask mask(p, seed, offset);

@@ -29,7 +29,7 @@ void require_norm_args(const char* op, const X& x, const Y& y, const W& w, const
   mandate_input<Exec, X, 2>();
   mandate_output<Exec, Y, 2>();
   mandate_input<Exec, W, 1>();
-  static_assert(!std::is_same_v<typename Y::value_type, double>, "rooftop norms: fp32, bf16 or fp16 storage");
+  mandate_fp32_math<typename Y::value_type>();
   require_same_shape(op, "x", x, "y", y);
   ROOFTOP_REQUIRE(w.extent(0) == 0 || w.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but ", w_name, " is ",
                   shape_of(w), " (expected ", x.extent(1), " or 0 for none)");

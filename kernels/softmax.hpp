@@ -104,7 +104,7 @@ template <class Exec, class X, class Y>
 void softmax(const Exec& exec, const X& x, const Y& y) {
   mandate_input<Exec, X, 2>();
   mandate_output<Exec, Y, 2>();
-  static_assert(!std::is_same_v<typename Y::value_type, double>, "softmax: fp32, bf16 or fp16 storage");
+  mandate_fp32_math<typename Y::value_type>();
   detail::require_same_shape("softmax", "x", x, "y", y);
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   detail::for_each_row("rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
