@@ -55,9 +55,15 @@ struct OpSpec {
   /// When set, the cost whose bytes size the sweep's shapes instead of `cost` (so ops compared
   /// with each other, like the unfused and fused chains, run the same shapes).
   std::function<Cost(DType, const Shape&)> sizing;
+  /// When set, the shapes the sweep runs at a working set, for ops whose shape is neither n
+  /// elements nor (rows, cols) (a grid, an n x n x n GEMM, a batch of sequences).
+  std::function<std::vector<Shape>(DType, double working_set)> shapes_at;
+  /// When set, the shape `--sizes n` means for such an op (e.g. an n^3 grid, an n x n GEMM).
+  std::function<Shape(std::int64_t n)> shape_of_size;
 
   /// Shapes whose compulsory bytes are about `working_set` (at least one element or row).
   std::vector<Shape> shapes_for(DType d, double working_set) const {
+    if (shapes_at) return shapes_at(d, working_set);
     const auto& size_by = sizing ? sizing : cost;
     if (row_lengths.empty())
       return {{std::max<std::int64_t>(1, static_cast<std::int64_t>(working_set / size_by(d, {1}).bytes))}};
@@ -68,6 +74,7 @@ struct OpSpec {
   }
   /// Shapes of `n` elements in all (--sizes).
   std::vector<Shape> shapes_of_elements(std::int64_t n) const {
+    if (shape_of_size) return {shape_of_size(n)};
     if (row_lengths.empty()) return {{n}};
     std::vector<Shape> out;
     for (std::int64_t cols : row_lengths) out.push_back({std::max<std::int64_t>(1, n / cols), cols});

@@ -3,8 +3,12 @@
 /// The one table of ops the roofline harness and the Google Benchmark suite both run.
 #pragma once
 
+#include "attention_ops.hpp"
+#include "gemm_ops.hpp"
+#include "grid_ops.hpp"
 #include "ml_ops.hpp"
 #include "op_spec.hpp"
+#include "spmv_ops.hpp"
 
 namespace rooftop::harness {
 
@@ -61,6 +65,10 @@ inline const std::vector<OpSpec>& op_table() {
                           [](double x, double) { return x * x; }, plus, 0.0, true, 0x1p-52);  // squares accumulate in fp64
     }));
     append_ml_ops(t);
+    append_gemm_ops(t);
+    append_attention_ops(t);
+    append_spmv_ops(t);
+    append_grid_ops(t);
     return t;
   }();
   return table;

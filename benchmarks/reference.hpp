@@ -65,6 +65,27 @@ double tolerance(double want, double scale, double fp32_roundings) {
 /// Row-wise ops accumulate a row through rooftop's fold: its depth bounds the roundings.
 inline double row_roundings(std::int64_t cols) { return detail::reduction_depth(cols) + 16; }
 
+/// Entry (i, j) of gemm, C = alpha * op(A) op(B) + beta * C0, against float64: a(kk) and b(kk)
+/// give op(A)(i, kk) and op(B)(kk, j) as float64. The bound: k sequential FMAs and the alpha/beta
+/// update in Acc relative to the sum of |terms|, one rounding to C's type TC. "" or what is wrong.
+template <class Acc, class TC, class OpA, class OpB>
+std::string gemm_entry(const OpA& a, const OpB& b, std::int64_t k, double alpha, double beta, double c0, double got) {
+  double dot = 0, mag = 0;
+  for (std::int64_t kk = 0; kk < k; ++kk) {
+    dot += a(kk) * b(kk);
+    mag += std::abs(a(kk) * b(kk));
+  }
+  const double beta_c0 = beta == 0 ? 0.0 : beta * c0;  // beta = 0 never reads C0 (which may be NaN)
+  const double want = alpha * dot + beta_c0;
+  const double tol = static_cast<double>(k + 3) * epsilon<Acc>() * (std::abs(alpha) * mag + std::abs(beta_c0)) +
+                     epsilon<TC>() * std::abs(want) + denorm_min<TC>();
+  if (std::abs(got - want) <= tol) return "";
+  std::ostringstream msg;
+  msg.precision(9);
+  msg << "is " << got << ", expected " << want;
+  return msg.str();
+}
+
 /// "" if |got[i] - want[i]| <= bound(i) for all i (NaN fails), else the first mismatch.
 template <class Bound>
 std::string compare(const std::vector<double>& got, const std::vector<double>& want, const Bound& bound) {

@@ -86,4 +86,13 @@ void require_same_shape(const char* op, const char* x_name, const X& x, const ch
   for (unsigned r = 0; same && r < static_cast<unsigned>(X::rank); ++r) same = x.extent(r) == y.extent(r);
   ROOFTOP_REQUIRE(same, op, x_name, " is ", shape_of(x), " but ", y_name, " is ", shape_of(y));
 }
+
+/// Whether Views x and y share any memory (their spans intersect).
+template <class X, class Y>
+bool overlap(const X& x, const Y& y) {
+  const auto* xb = reinterpret_cast<const char*>(x.data());
+  const auto* yb = reinterpret_cast<const char*>(y.data());
+  return x.span() > 0 && y.span() > 0 && yb < xb + x.span() * sizeof(typename X::value_type) &&
+         xb < yb + y.span() * sizeof(typename Y::value_type);
+}
 }  // namespace rooftop::detail

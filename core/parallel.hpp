@@ -12,6 +12,22 @@
 
 #include <cstdint>
 
+/// Loop hints for register-blocked kernels. ROOFTOP_UNROLL fully unrolls a short loop of fixed
+/// length (a register block's rows and columns); ROOFTOP_SIMD marks a loop to vectorize (without
+/// it GCC 12 keeps part of a register block's sums in memory: a store-load chain per step).
+#if defined(__CUDA_ARCH__)
+#define ROOFTOP_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__clang__)
+#define ROOFTOP_UNROLL _Pragma("GCC unroll 16")
+#else
+#define ROOFTOP_UNROLL
+#endif
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#define ROOFTOP_SIMD _Pragma("omp simd")
+#else
+#define ROOFTOP_SIMD
+#endif
+
 namespace rooftop::detail {
 
 /// One work item per element of v (a rank-1 View).

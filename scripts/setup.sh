@@ -4,7 +4,7 @@
 #
 #   scripts/setup.sh [--backend openmp|serial|cuda] [--kokkos5-headers]
 #
-# - Debian packages (doctest, Google Benchmark, nlohmann/json, CLI11) are installed if missing;
+# - Debian packages (doctest, Google Benchmark, nlohmann/json, CLI11, OpenBLAS for rooftop_vs_blas) are installed if missing;
 #   for cuda also Debian 12 non-free's nvidia-cuda-toolkit (CUDA 11.8) and g++-11, its host
 #   compiler (~1.6 GB download once).
 # - Kokkos: if Kokkos_ROOT is set it is used as is. Otherwise Kokkos 3.4.01 is extracted from
@@ -45,7 +45,7 @@ as_root() {
 }
 
 # --- 1. Debian packages ------------------------------------------------------------------------
-packages=(cmake g++ make libbenchmark-dev doctest-dev nlohmann-json3-dev libcli11-dev)
+packages=(cmake g++ make libbenchmark-dev doctest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// attention's entry in the op table, and the float64 reference of one query row that the
+/// harness and tests/test_attention.cpp verify against.
+#pragma once
+
+#include "ml_ops.hpp"
+#include "op_spec.hpp"
+#include "reference.hpp"
+
+#include "../kernels/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace rooftop::reference {
+
+/// Checks one query row `got` (head_dim entries) of attention against float64: scores of q
+/// (head_dim) with the first `visible` rows of k (row stride head_dim) formed in full,
+/// softmax, times the rows of v. "" if every entry is within the bound, else the first wrong
+/// entry. The bound: one rounding of the result to T, and fp32 errors relative to
+/// sum_j p_j |v_jc|: the scores' (a head_dim-long fma chain on scale * q, and the subtraction
+/// of the max) times the largest scale * sum_c |q_c k_jc|, which perturb p relatively by that
+/// much, plus roundings of the sums over the visible keys.
+template <class T>
+std::string attention_row(const double* q, const double* k, const double* v, std::int64_t visible, std::int64_t head_dim,
+                          double scale, const double* got) {
+  std::vector<double> p(static_cast<std::size_t>(visible));
+  double score_mag = 0, max_score = -std::numeric_limits<double>::infinity();
+  for (std::int64_t j = 0; j < visible; ++j) {
+    double dot = 0, mag = 0;
+    for (std::int64_t c = 0; c < head_dim; ++c) {
+      dot += q[c] * k[j * head_dim + c];
+      mag += std::abs(q[c] * k[j * head_dim + c]);
+    }
+    p[j] = scale * dot;
+    score_mag = std::max(score_mag, std::abs(scale) * mag);
+    max_score = std::max(max_score, p[j]);
+  }
+  double sum = 0;
+  for (std::int64_t j = 0; j < visible; ++j) sum += (p[j] = std::exp(p[j] - max_score));
+  const double fp32_roundings = (2.0 * static_cast<double>(head_dim) + 8) * score_mag + static_cast<double>(visible) + 16;
+  for (std::int64_t c = 0; c < head_dim; ++c) {
+    double want = 0, mag = 0;  // no visible key: 0 (as rooftop::attention documents)
+    for (std::int64_t j = 0; j < visible; ++j) {
+      want += p[j] / sum * v[j * head_dim + c];
+      mag += p[j] / sum * std::abs(v[j * head_dim + c]);
+    }
+    const double bound = 2 * epsilon<T>() * std::abs(want) + fp32_roundings * epsilon<float>() * mag + denorm_min<T>();
+    if (!(std::abs(got[c] - want) <= bound)) {
+      std::ostringstream msg;
+      msg.precision(9);
+      msg << "entry " << c << " is " << got[c] << ", expected " << want << " (bound " << bound << ")";
+      return msg.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace rooftop::reference
+
+namespace rooftop::harness {
+
+namespace attn {
+
+template <class T>
+using Tensor = Kokkos::View<T****, Kokkos::LayoutRight, BackendMemory>;
+
+/// The harness's attention shapes: (batch, heads, seq, head_dim) = (1, 8, seq, 64), non-causal.
+constexpr std::int64_t batch = 1, heads = 8, head_dim = 64;
+
+/// Query rows verify() checks in full (O(seq * head_dim) each; the whole O(seq^2) reference
+/// would take minutes at the main-memory size), spread evenly over batch, heads and seq.
+constexpr std::int64_t verified_rows = 64;
+
+template <class T>
+Cost cost(const Shape& s) {
+  return attention_cost<T>(s[0], s[1], s[2], s[2], s[3], false);
+}
+
+template <class T>
+OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
+  const std::int64_t b = s[0], h = s[1], seq = s[2], d = s[3];
+  Tensor<T> q("rooftop::q", b, h, seq, d), k("rooftop::k", b, h, seq, d), v("rooftop::v", b, h, seq, d),
+      o("rooftop::o", b, h, seq, d);
+  fill_uniform(exec, ml::flat(q), seed, -1, 1);
+  fill_uniform(exec, ml::flat(k), seed + 1, -1, 1);
+  fill_uniform(exec, ml::flat(v), seed + 2, -1, 1);
+  fill_nan(exec, ml::flat(o));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  OpInstance op;
+  op.cost = cost<T>(s);
+  op.shape = s;
+  op.run = [=] { rooftop::attention(exec, q, k, v, o, scale, false); };
+  op.verify = [=]() -> std::string {
+    const auto hq = ml::to_host_flat(q), hk = ml::to_host_flat(k), hv = ml::to_host_flat(v), ho = ml::to_host_flat(o);
+    const std::int64_t rows = b * h * seq;
+    for (std::int64_t r = 0; r < std::min(rows, verified_rows); ++r) {
+      const std::int64_t row = rows <= verified_rows ? r : r * (rows - 1) / (verified_rows - 1);
+      const std::int64_t bh = row / seq, i = row % seq;
+      const std::string error = reference::attention_row<T>(&hq[row * d], &hk[bh * seq * d], &hv[bh * seq * d], seq, d, scale,
+                                                             &ho[row * d]);
+      if (!error.empty()) {
+        std::ostringstream msg;
+        msg << "O(" << bh / h << ", " << bh % h << ", " << i << ", :): " << error;
+        return msg.str();
+      }
+    }
+    return "";
+  };
+  return op;
+}
+
+}  // namespace attn
+
+/// Appends attention (fp32, bf16, fp16; math in fp32) to the op table.
+inline void append_attention_ops(std::vector<OpSpec>& t) {
+  OpSpec s = ml::spec(
+      "attention", {}, [](auto tag, const Shape& shape) { return attn::cost<typename decltype(tag)::type>(shape); },
+      [](auto tag, const Exec& e, const Shape& shape, std::uint64_t seed) {
+        return attn::make<typename decltype(tag)::type>(e, shape, seed);
+      });
+  // Compute-bound (AI = seq / 4 FLOPs per byte at fp32): seq follows the working set (sized by
+  // the fp32 bytes, so every dtype runs the same shapes) up to 4096, where one call is ~34
+  // GFLOP (well under a second on 2 cores). The main-memory working set is out of reach in a
+  // reasonable time (seq^2 work), and would not change the bound.
+  s.shapes_at = [](DType, double working_set) {
+    const double per_seq = attn::cost<float>({attn::batch, attn::heads, 1, attn::head_dim}).bytes;
+    const auto seq = static_cast<std::int64_t>(std::lround(working_set / per_seq / 64)) * 64;
+    return std::vector<Shape>{{attn::batch, attn::heads, std::clamp<std::int64_t>(seq, 64, 4096), attn::head_dim}};
+  };
+  s.shape_of_size = [](std::int64_t n) { return Shape{attn::batch, attn::heads, n, attn::head_dim}; };
+  t.push_back(s);
+}
+
+}  // namespace rooftop::harness

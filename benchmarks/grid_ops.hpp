@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// The grid ops' entries in the op table: the 7-point stencil sweep on an (nx, ny, nz) grid,
+/// and transpose (tiled) beside transpose_naive on a square matrix, so the report shows what
+/// tiling buys. Each instance is verified against a float64 host reference (the transposes
+/// exactly).
+#pragma once
+
+#include "op_spec.hpp"
+#include "reference.hpp"
+
+#include "../kernels/stencil.hpp"
+#include "../kernels/transpose.hpp"
+
+#include <cmath>
+
+namespace rooftop::harness {
+
+namespace grid {
+
+template <class T>
+using Grid = Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory>;
+template <class T>
+using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory>;
+
+/// The elements of a contiguous View as a rank-1 View (same memory).
+template <class View>
+Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged> flat(const View& v) {
+  return Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged>(v.data(), v.size());
+}
+
+template <class View>
+std::vector<double> to_host_flat(const View& v) {
+  return detail::to_host(Vector<typename View::value_type>(flat(v)));
+}
+
+/// An op spec over all four dtypes; cost(tag, shape) and make(tag, exec, shape, seed) typed.
+template <class CostF, class MakeF>
+OpSpec spec(std::string name, CostF cost, MakeF make) {
+  OpSpec s;
+  s.name = std::move(name);
+  s.dtypes = {DType::fp64, DType::fp32, DType::bf16, DType::fp16};
+  s.cost = [cost](DType d, const Shape& shape) { return dispatch_dtype(d, [&](auto tag) { return cost(tag, shape); }); };
+  s.make = [make](const Exec& e, DType d, const Shape& shape, std::uint64_t seed) {
+    return dispatch_dtype(d, [&](auto tag) { return make(tag, e, shape, seed); });
+  };
+  return s;
+}
+
+constexpr double stencil_c0 = -0.3, stencil_c1 = 1.0 / 6;
+
+/// One sweep over an (nx, ny, nz) grid uniform in [-1, 1).
+template <class T>
+OpInstance stencil_instance(const Exec& exec, const Shape& s, std::uint64_t seed) {
+  const std::int64_t nx = s[0], ny = s[1], nz = s[2];
+  Grid<T> in("rooftop::in", nx, ny, nz), out("rooftop::out", nx, ny, nz);
+  fill_uniform(exec, flat(in), seed, -1, 1);
+  fill_nan(exec, flat(out));
+  OpInstance op;
+  op.cost = stencil_cost<T>(nx, ny, nz);
+  op.shape = s;
+  op.run = [=] { rooftop::stencil(exec, in, out, stencil_c0, stencil_c1); };
+  op.verify = [=]() -> std::string {
+    const auto hi = to_host_flat(in), ho = to_host_flat(out);
+    std::vector<double> want(hi.size()), scale(hi.size());
+    for (std::int64_t i = 0; i < nx; ++i)
+      for (std::int64_t j = 0; j < ny; ++j)
+        for (std::int64_t k = 0; k < nz; ++k) {
+          const std::int64_t p = (i * ny + j) * nz + k;
+          if (i == 0 || j == 0 || k == 0 || i == nx - 1 || j == ny - 1 || k == nz - 1) {
+            want[p] = hi[p];  // boundary: copied, exactly
+            scale[p] = 0;
+            continue;
+          }
+          const std::int64_t sx = ny * nz, sy = nz;
+          const double n[6] = {hi[p - sx], hi[p + sx], hi[p - sy], hi[p + sy], hi[p - 1], hi[p + 1]};
+          double sum = 0, magnitude = 0;
+          for (double v : n) sum += v, magnitude += std::abs(v);
+          want[p] = stencil_c0 * hi[p] + stencil_c1 * sum;
+          scale[p] = std::abs(stencil_c0 * hi[p]) + std::abs(stencil_c1) * magnitude;
+        }
+    // Eight roundings of the compute type (one per FLOP) relative to the terms, one to storage.
+    return reference::compare(ho, want, [&](std::size_t p) {
+      return scale[p] == 0 ? 0.0
+                           : 2 * epsilon<T>() * std::abs(want[p]) + 8 * epsilon<compute_t<T>>() * scale[p] + denorm_min<T>();
+    });
+  };
+  return op;
+}
+
+/// A (rows, cols) matrix uniform in [-1, 1) transposed by `run` into a (cols, rows) one.
+template <class T, class Run>
+OpInstance transpose_instance(const Exec& exec, const Shape& s, std::uint64_t seed, Run run) {
+  const std::int64_t rows = s[0], cols = s[1];
+  Matrix<T> in("rooftop::in", rows, cols), out("rooftop::out", cols, rows);
+  fill_uniform(exec, flat(in), seed, -1, 1);
+  fill_nan(exec, flat(out));
+  OpInstance op;
+  op.cost = transpose_cost<T>(rows, cols);
+  op.shape = s;
+  op.run = [=] { run(exec, in, out); };
+  op.verify = [=]() -> std::string {
+    const auto hi = to_host_flat(in), ho = to_host_flat(out);
+    std::vector<double> want(hi.size());
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) want[j * rows + i] = hi[i * cols + j];
+    return reference::compare(ho, want, [](std::size_t) { return 0.0; });
+  };
+  return op;
+}
+
+/// The n with bytes_per_point * n^dims closest to `working_set`, at least 1.
+inline std::int64_t side_for(double working_set, double bytes_per_point, int dims) {
+  return std::max<std::int64_t>(1, std::llround(std::pow(working_set / bytes_per_point, 1.0 / dims)));
+}
+
+}  // namespace grid
+
+/// Appends the grid ops (stencil, transpose, transpose_naive) to the op table.
+inline void append_grid_ops(std::vector<OpSpec>& t) {
+  using namespace grid;
+  // stencil: a cubic grid whose compulsory bytes (read in, write out) are the working set.
+  OpSpec st = spec(
+      "stencil", [](auto tag, const Shape& s) { return stencil_cost<typename decltype(tag)::type>(s[0], s[1], s[2]); },
+      [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
+        return stencil_instance<typename decltype(tag)::type>(e, s, seed);
+      });
+  st.shapes_at = [](DType d, double working_set) {
+    const double per_point = dispatch_dtype(d, [](auto tag) { return stencil_cost<typename decltype(tag)::type>(1, 1, 1).bytes; });
+    const std::int64_t n = side_for(working_set, per_point, 3);
+    return std::vector<Shape>{{n, n, n}};
+  };
+  st.shape_of_size = [](std::int64_t n) { return Shape{n, n, n}; };
+  t.push_back(st);
+
+  // transpose, tiled and naive: a square matrix whose compulsory bytes are the working set.
+  auto square = [](DType d, double working_set) {
+    const double per_element = dispatch_dtype(d, [](auto tag) { return transpose_cost<typename decltype(tag)::type>(1, 1).bytes; });
+    const std::int64_t n = side_for(working_set, per_element, 2);
+    return std::vector<Shape>{{n, n}};
+  };
+  auto transpose_cost_of = [](auto tag, const Shape& s) { return transpose_cost<typename decltype(tag)::type>(s[0], s[1]); };
+  OpSpec tiled = spec("transpose", transpose_cost_of, [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
+    return transpose_instance<typename decltype(tag)::type>(e, s, seed, [](const Exec& x, auto in, auto out) { rooftop::transpose(x, in, out); });
+  });
+  OpSpec naive = spec("transpose_naive", transpose_cost_of, [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
+    return transpose_instance<typename decltype(tag)::type>(e, s, seed,
+                                                            [](const Exec& x, auto in, auto out) { rooftop::transpose_naive(x, in, out); });
+  });
+  for (OpSpec* s : {&tiled, &naive}) {
+    s->shapes_at = square;
+    s->shape_of_size = [](std::int64_t n) { return Shape{n, n}; };
+    t.push_back(*s);
+  }
+}
+
+}  // namespace rooftop::harness

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// spmv's entry in the op table (the 3D 7-point Laplacian with int32 indices on an n^3 grid)
+/// and its float64 host reference, which the tests verify through too.
+#pragma once
+
+#include "op_spec.hpp"
+#include "reference.hpp"
+
+#include "../kernels/spmv.hpp"
+
+#include <cmath>
+#include <vector>
+
+namespace rooftop::reference {
+
+/// A x in float64 for a Csr of any memory space, with each row's error scale (sum of |terms|)
+/// and length.
+struct SpmvResult {
+  std::vector<double> want, scale;
+  std::vector<std::int64_t> length;
+};
+
+template <class T, class Index, class Memory>
+SpmvResult spmv(const Csr<T, Index, Memory>& A, const std::vector<double>& x) {
+  const auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.row_ptr);
+  const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.col_idx);
+  const auto v = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.values);
+  SpmvResult out{std::vector<double>(A.rows), std::vector<double>(A.rows), std::vector<std::int64_t>(A.rows)};
+  for (std::int64_t r = 0; r < A.rows; ++r) {
+    double sum = 0, scale = 0;
+    for (std::int64_t e = p(r); e < p(r + 1); ++e) {
+      const double term = static_cast<double>(static_cast<compute_t<T>>(v(e))) * x[c(e)];
+      sum += term;
+      scale += std::abs(term);
+    }
+    out.want[r] = sum;
+    out.scale[r] = scale;
+    out.length[r] = p(r + 1) - p(r);
+  }
+  return out;
+}
+
+/// Error bound of one element of spmv stored as T: a row of `length` products summed in
+/// compute_t<T> (one rounding per product and per add, plus alpha/beta), relative to the sum
+/// of |terms|, and one rounding to T of the result.
+template <class T>
+double spmv_tolerance(double want, double scale, std::int64_t length) {
+  return 2 * epsilon<T>() * std::abs(want) + static_cast<double>(length + 4) * epsilon<compute_t<T>>() * scale + denorm_min<T>();
+}
+
+}  // namespace rooftop::reference
+
+namespace rooftop::harness {
+
+namespace spmv_op {
+
+using Index = std::int32_t;
+
+template <class T>
+Cost cost(const Shape& s) {
+  const std::int64_t rows = s[0] * s[1] * s[2];
+  return spmv_cost<T, Index>(rows, rows, laplacian_3d_nnz(s[0], s[1], s[2]));
+}
+
+template <class T>
+OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
+  const auto A = laplacian_3d<T, Index>(exec, s[0], s[1], s[2]);
+  Vector<T> x("rooftop::x", A.cols), y("rooftop::y", A.rows);
+  fill_uniform(exec, x, seed, -1, 1);
+  fill_nan(exec, y);
+  OpInstance op;
+  op.cost = cost<T>(s);
+  op.shape = s;
+  op.run = [=] { rooftop::spmv(exec, A, x, y); };
+  op.verify = [=]() -> std::string {
+    const auto ref = reference::spmv(A, detail::to_host(x));
+    return reference::compare(detail::to_host(y), ref.want, [&](std::size_t r) {
+      return reference::spmv_tolerance<T>(ref.want[r], ref.scale[r], ref.length[r]);
+    });
+  };
+  return op;
+}
+
+}  // namespace spmv_op
+
+/// Appends spmv to the op table: y = A x for the 7-point Laplacian of an n^3 grid (shape {n,
+/// n, n}), sized so that its compulsory bytes are about the working set.
+inline void append_spmv_ops(std::vector<OpSpec>& t) {
+  OpSpec s;
+  s.name = "spmv";
+  s.dtypes = {DType::fp64, DType::fp32, DType::bf16, DType::fp16};
+  s.cost = [](DType d, const Shape& shape) {
+    return dispatch_dtype(d, [&](auto tag) { return spmv_op::cost<typename decltype(tag)::type>(shape); });
+  };
+  s.make = [](const Exec& e, DType d, const Shape& shape, std::uint64_t seed) {
+    return dispatch_dtype(d, [&](auto tag) { return spmv_op::make<typename decltype(tag)::type>(e, shape, seed); });
+  };
+  s.shapes_at = [cost = s.cost](DType d, double working_set) -> std::vector<Shape> {
+    // The n whose bytes are nearest the working set (bytes grow as ~n^3).
+    std::int64_t n = 1;
+    while (cost(d, {n + 1, n + 1, n + 1}).bytes <= working_set) ++n;
+    if (working_set - cost(d, {n, n, n}).bytes > cost(d, {n + 1, n + 1, n + 1}).bytes - working_set) ++n;
+    return {{n, n, n}};
+  };
+  s.shape_of_size = [](std::int64_t n) { return Shape{n, n, n}; };
+  t.push_back(s);
+}
+
+}  // namespace rooftop::harness

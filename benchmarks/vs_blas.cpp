@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rooftop_vs_blas: rooftop's gemm beside the system BLAS (OpenBLAS on Debian) on the same
+// square problems in one run. Calls alternate (ours, BLAS, ours, ...) so both see the same
+// machine state; each keeps its best time. rooftop's C is then compared with BLAS's.
+//
+//   rooftop_vs_blas [n ...]          default: 2048; fp32 (SGEMM) and fp64 (DGEMM)
+//
+// Threads: rooftop uses the Kokkos OpenMP threads, BLAS its own (OPENBLAS_NUM_THREADS, default
+// all cores). Set OMP_WAIT_POLICY=passive so idle OpenMP threads do not spin while BLAS runs.
+#include "../core/backend.hpp"
+#include "../core/random.hpp"
+#include "../core/timer.hpp"
+#include "../kernels/gemm.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using namespace rooftop;
+
+namespace {
+
+template <class T>
+void blas_gemm(int n, const T* a, const T* b, T* c) {
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+  } else {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+  }
+}
+
+template <class T>
+void compare(int n, int reps) {
+  using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  BackendExec exec;
+  Matrix a("a", n, n), b("b", n, n), c("c", n, n), c_blas("c_blas", n, n);
+  fill_uniform(exec, Kokkos::View<T*, Kokkos::HostSpace>(a.data(), a.size()), 1, -1, 1);
+  fill_uniform(exec, Kokkos::View<T*, Kokkos::HostSpace>(b.data(), b.size()), 2, -1, 1);
+  double ours = 1e30, theirs = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    ours = std::min(ours, time_fenced(exec, [&] { gemm(exec, Trans::none, a, Trans::none, b, c); }));
+    theirs = std::min(theirs, time_fenced(exec, [&] { blas_gemm(n, a.data(), b.data(), c_blas.data()); }));
+  }
+  double worst = 0;  // largest |ours - BLAS| relative to the row's largest |BLAS| entry
+  for (int i = 0; i < n; ++i) {
+    double scale = 0, diff = 0;
+    for (int j = 0; j < n; ++j) {
+      scale = std::max(scale, std::abs(double(c_blas(i, j))));
+      diff = std::max(diff, std::abs(double(c(i, j)) - double(c_blas(i, j))));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  const double flops = 2.0 * n * n * n;
+  std::printf("%-4s n=%-5d rooftop %8.1f GFLOP/s   BLAS %8.1f GFLOP/s   rooftop/BLAS %.2f   max rel. diff %.1e\n",
+              sizeof(T) == 4 ? "fp32" : "fp64", n, flops / ours * 1e-9, flops / theirs * 1e-9, theirs / ours, worst);
+  std::fflush(stdout);
+  if (!(worst < (sizeof(T) == 4 ? 1e-3 : 1e-10))) {
+    std::fprintf(stderr, "rooftop_vs_blas: results differ\n");
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  std::vector<int> sizes;
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') sizes.push_back(std::atoi(argv[i]));
+  if (sizes.empty()) sizes = {2048};
+  std::printf("rooftop gemm vs the system BLAS, %s backend, %d threads, best of alternating calls\n", backend_name,
+              compat::concurrency(BackendExec()));
+  for (int n : sizes) {
+    const int reps = n <= 1024 ? 20 : 7;
+    compare<float>(n, reps);
+    compare<double>(n, reps);
+  }
+  return 0;
+}

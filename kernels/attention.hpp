@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// attention: scaled dot-product attention over (batch, heads, seq, head_dim) tensors,
+///   O(b, h, i, :) = sum_j softmax_j(scale * Q(b, h, i, :) . K(b, h, j, :)) V(b, h, j, :)
+/// with Q and O of seq_q queries and K and V of seq_k keys, optionally causal.
+///
+/// Causal mask, top-left aligned as PyTorch's scaled_dot_product_attention(is_causal=True):
+/// key j is visible to query i iff j <= i (also when seq_q != seq_k; queries i >= seq_k see
+/// every key). A query that sees no key (only when seq_k == 0) gets an output row of 0, as
+/// rooftop::softmax gives a fully masked row all 0.
+///
+/// FlashAttention-style: one team per (batch, head, block of BQ queries); tiles of BK keys and
+/// values stream through team scratch while each query keeps a running max m, a running sum l
+/// of exp(score - m) and an fp32 accumulator of head_dim values (rescaled by exp(m_old - m_new)
+/// when m grows). The seq_q x seq_k score matrix is never formed: memory beyond the inputs and
+/// the output is one team's tiles, O(BQ * head_dim + BK * head_dim + BQ * BK) per team.
+///
+/// Storage fp32, bf16 or fp16 (Q, K, V and O of one type); scores, softmax and accumulation
+/// in fp32. head_dim at most attention_max_head_dim. Views are LayoutRight (head_dim
+/// contiguous).
+#pragma once
+
+#include "../core/cost.hpp"
+#include "../core/error.hpp"
+#include "../core/math.hpp"
+#include "../core/parallel.hpp"
+#include "../core/reduction.hpp"
+#include "../core/types.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace rooftop {
+
+/// Largest head_dim rooftop::attention supports (a block of queries' accumulators and a tile of
+/// keys and values of that width live in team scratch).
+inline constexpr std::int64_t attention_max_head_dim = 256;
+
+namespace detail {
+
+/// Tile sizes of attention on one backend.
+template <class Exec>
+struct AttentionTiles {
+  static constexpr bool gpu = ReductionShape<Exec, float>::gpu;
+  /// Queries per team (BQ), at most: halved (down to min_queries) until the team's scratch fits
+  /// scratch_budget. CPU: a multiple of block_rows; at head_dim 64 all tiles take 165 KiB, at
+  /// 256 (BQ 24) 324 KiB, in L2.
+  static constexpr std::int64_t queries = gpu ? 32 : 96;
+  static constexpr std::int64_t min_queries = gpu ? 8 : 24;
+  /// Keys per tile (BK). CPU: 128, so the per-row softmax overhead (two reductions, one exp for
+  /// the rescaling) is spread over more keys (measured ~25% faster than 64).
+  static constexpr std::int64_t keys = gpu ? 32 : 128;
+  /// Row stride of the K^T tile: on GPUs one more than BK, so the transposing store of a tile
+  /// row (consecutive threads on consecutive head_dim entries) hits distinct shared-memory banks.
+  static constexpr std::int64_t kt_stride = gpu ? keys + 1 : keys;
+  /// CPU register block of the two products: `block_rows` queries x `block_cols` keys (QK^T)
+  /// or head_dim entries (PV), i.e. 6 x 2 AVX2 accumulators (12 of the 16 registers); per step
+  /// of the shared dimension 2 row loads and 6 broadcasts feed 12 FMAs, so the FMA units, not
+  /// the loads, bound it (a 4-row block measured about 2/3 of the 6-row one's rate). BQ is a
+  /// multiple of it. GPUs: 1 x 1 (a thread per output entry).
+  static constexpr std::int64_t block_rows = gpu ? 1 : 6;
+  static constexpr std::int64_t block_cols = gpu ? 1 : 16;
+  /// Scratch bytes a team may use: Kokkos 3.4's level-0 limit for CUDA (40 KiB) on GPUs
+  /// (past it, from head_dim 128, the tiles go to level-1 scratch, i.e. global memory), 3/4 of
+  /// a 512 KiB L2 on CPUs.
+  static constexpr std::int64_t scratch_budget = gpu ? 40 * 1024 : 384 * 1024;
+  /// Independent partials of the softmax's max and sum over a tile row (two AVX2 registers).
+  static constexpr int softmax_lanes = gpu ? 1 : 16;
+  /// Threads per team on GPUs (spread over queries x keys, then queries x head_dim); 1 on CPUs.
+  static constexpr int threads = gpu ? 128 : 1;
+
+  static constexpr std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+
+  /// Tile layout in floats for block_q queries and head_dim d (padded to block_cols):
+  /// Q (block_q, dp), K^T (dp, kt_stride), V (keys, dp), scores (block_q, keys),
+  /// accumulator (block_q, dp), and m, l, alpha (block_q) each.
+  struct Layout {
+    std::int64_t block_q, dp, q, kt, v, s, acc, m, l, alpha, floats;
+  };
+  static constexpr Layout layout(std::int64_t block_q, std::int64_t head_dim) {
+    Layout t{};
+    t.block_q = block_q;
+    t.dp = round_up(head_dim, block_cols);
+    t.q = 0;
+    t.kt = t.q + block_q * t.dp;
+    t.v = t.kt + t.dp * kt_stride;
+    t.s = t.v + keys * t.dp;
+    t.acc = t.s + block_q * keys;
+    t.m = t.acc + block_q * t.dp;
+    t.l = t.m + block_q;
+    t.alpha = t.l + block_q;
+    t.floats = t.alpha + block_q;
+    return t;
+  }
+  /// The largest query block (a power-of-two fraction of `queries`) whose tiles fit the budget.
+  static constexpr Layout layout_for(std::int64_t head_dim) {
+    std::int64_t q = queries;
+    while (q > min_queries && layout(q, head_dim).floats * static_cast<std::int64_t>(sizeof(float)) > scratch_budget) q /= 2;
+    return layout(q, head_dim);
+  }
+};
+
+/// Strides of the first three extents of a rank-4 View, in elements.
+struct Strides3 {
+  std::int64_t s[3];
+  template <class View>
+  explicit Strides3(const View& v) : s{static_cast<std::int64_t>(v.stride(0)), static_cast<std::int64_t>(v.stride(1)),
+                                       static_cast<std::int64_t>(v.stride(2))} {}
+  KOKKOS_INLINE_FUNCTION std::int64_t operator[](int r) const { return s[r]; }
+};
+
+/// One team's loops: on GPUs split over the team's threads (consecutive threads on the
+/// consecutive, contiguous inner index), on CPUs (one thread) plain nested loops the compiler
+/// vectorizes.
+template <class Member, bool gpu>
+struct AttentionTeam {
+  const Member& member;
+
+  /// f(i, c) for i in [0, n0), c in [0, n1).
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void for_each(std::int64_t n0, std::int64_t n1, const F& f) const {
+    if constexpr (gpu) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n0 * n1), [&](const std::int64_t t) { f(t / n1, t % n1); });
+    } else {
+      for (std::int64_t i = 0; i < n0; ++i)
+        for (std::int64_t c = 0; c < n1; ++c) f(i, c);
+    }
+  }
+  KOKKOS_INLINE_FUNCTION void barrier() const {
+    if constexpr (gpu) member.team_barrier();
+  }
+};
+
+/// out(i, j) = sum_c a(i, c) * b(c, j) for i in [0, rows), j in [0, cols) (rows a multiple of
+/// block_rows, cols of block_cols): row-major a with stride lda, b with ldb, out with ldo;
+/// `out_init(i, j)` is the initial value of the sum (0 or the rescaled accumulator). The
+/// CPU register block keeps Tiles::block_rows x block_cols sums in registers over the whole
+/// reduction (fixed trip counts: the compiler unrolls and vectorizes the inner two loops).
+template <class Tiles, class Team, class Init>
+KOKKOS_INLINE_FUNCTION void attention_product(const Team& team, std::int64_t rows, std::int64_t cols, std::int64_t inner,
+                                              const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                                              float* out, std::int64_t ldo, const Init& out_init) {
+  if constexpr (Tiles::gpu) {
+    team.for_each(rows, cols, [&](const std::int64_t i, const std::int64_t j) {
+      float sum = out_init(i, j);
+      for (std::int64_t c = 0; c < inner; ++c) sum = compat::fma(a[i * lda + c], b[c * ldb + j], sum);
+      out[i * ldo + j] = sum;
+    });
+  } else {
+    constexpr std::int64_t R = Tiles::block_rows, C = Tiles::block_cols;
+    for (std::int64_t i0 = 0; i0 < rows; i0 += R)
+      for (std::int64_t j0 = 0; j0 < cols; j0 += C) {
+        float sum[R][C];
+        for (std::int64_t r = 0; r < R; ++r)
+          for (std::int64_t j = 0; j < C; ++j) sum[r][j] = out_init(i0 + r, j0 + j);
+        for (std::int64_t c = 0; c < inner; ++c) {
+          const float* b_row = b + c * ldb + j0;
+          for (std::int64_t r = 0; r < R; ++r) {
+            const float a_rc = a[(i0 + r) * lda + c];
+            ROOFTOP_SIMD
+            for (std::int64_t j = 0; j < C; ++j) sum[r][j] = compat::fma(a_rc, b_row[j], sum[r][j]);
+          }
+        }
+        for (std::int64_t r = 0; r < R; ++r)
+          for (std::int64_t j = 0; j < C; ++j) out[(i0 + r) * ldo + j0 + j] = sum[r][j];
+      }
+  }
+}
+
+/// Online-softmax update of one query row with a tile's scores s[0, keys) of which the first
+/// `visible` count (keys a multiple of `lanes`): m and l are updated, s is overwritten with
+/// exp(s - m_new) (0 where not visible) and the accumulator's rescaling factor
+/// exp(m_old - m_new) is returned. The max and the sum fold into `lanes` independent partials
+/// (SIMD registers on CPUs); indices are int, so masks stay 32-bit lanes.
+template <int lanes>
+KOKKOS_INLINE_FUNCTION float attention_softmax_row(float* s, int keys, int visible, float& m, float& l) {
+  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+  for (int j = visible; j < keys; ++j) s[j] = minus_inf;  // masked: exp gives exactly 0
+  float part[lanes];
+  for (int k = 0; k < lanes; ++k) part[k] = minus_inf;
+  for (int j = 0; j < keys; j += lanes) {
+    ROOFTOP_SIMD
+    for (int k = 0; k < lanes; ++k) part[k] = NanMax{}(part[k], s[j + k]);
+  }
+  for (int width = lanes / 2; width > 0; width /= 2)
+    for (int k = 0; k < width; ++k) part[k] = NanMax{}(part[k], part[k + width]);
+  const float m_new = NanMax{}(m, part[0]);
+  // No visible key yet (m_new = -Inf): subtract 0 instead, so every exponent is -Inf (p = 0,
+  // alpha = 0 on an accumulator of 0) rather than -Inf - -Inf = NaN.
+  const float m_safe = math::select(m_new == minus_inf, 0.0f, m_new);
+  const float alpha = math::exp(m - m_safe);
+  for (int k = 0; k < lanes; ++k) part[k] = 0.0f;
+  for (int j = 0; j < keys; j += lanes) {
+    ROOFTOP_SIMD
+    for (int k = 0; k < lanes; ++k) {
+      const float p = math::exp(s[j + k] - m_safe);
+      s[j + k] = p;
+      part[k] += p;
+    }
+  }
+  for (int width = lanes / 2; width > 0; width /= 2)
+    for (int k = 0; k < width; ++k) part[k] += part[k + width];
+  l = compat::fma(l, alpha, part[0]);
+  m = m_new;
+  return alpha;
+}
+
+}  // namespace detail
+
+/// O = softmax(scale * Q K^T, causal mask if `causal`) V for (batch, heads, seq_q, head_dim) Q
+/// and O and (batch, heads, seq_k, head_dim) K and V. Causal masks are top-left aligned (key
+/// j visible to query i iff j <= i, as PyTorch's is_causal). Throws rooftop::Error if the
+/// extents do not match or head_dim exceeds attention_max_head_dim.
+// (SFINAE in the return type: nvcc's extended lambdas cannot live in a function template with
+// an unnamed template parameter.)
+template <class Exec, class Q, class K, class V, class O>
+std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& exec, const Q& q, const K& k, const V& v,
+                                                                    const O& o, float scale, bool causal) {
+  mandate_input<Exec, Q, 4>();
+  mandate_input<Exec, K, 4>();
+  mandate_input<Exec, V, 4>();
+  mandate_output<Exec, O, 4>();
+  using T = typename O::value_type;
+  mandate_fp32_math<T>();
+  static_assert(std::is_same_v<typename Q::array_layout, Kokkos::LayoutRight> &&
+                    std::is_same_v<typename K::array_layout, Kokkos::LayoutRight> &&
+                    std::is_same_v<typename V::array_layout, Kokkos::LayoutRight> &&
+                    std::is_same_v<typename O::array_layout, Kokkos::LayoutRight>,
+                "attention: Q, K, V and O must be LayoutRight (head_dim contiguous)");
+  static_assert(std::is_same_v<typename Q::non_const_value_type, T> && std::is_same_v<typename K::non_const_value_type, T> &&
+                    std::is_same_v<typename V::non_const_value_type, T>,
+                "attention: Q, K, V and O differ in value type");
+  detail::require_same_shape("attention", "Q", q, "O", o);
+  detail::require_same_shape("attention", "K", k, "V", v);
+  ROOFTOP_REQUIRE(q.extent(0) == k.extent(0) && q.extent(1) == k.extent(1) && q.extent(3) == k.extent(3), "attention",
+                  "Q is ", shape_of(q), " but K is ", shape_of(k), " (batch, heads and head_dim must match)");
+  ROOFTOP_REQUIRE(static_cast<std::int64_t>(q.extent(3)) <= attention_max_head_dim, "attention", "head_dim is ",
+                  q.extent(3), ", more than the ", attention_max_head_dim, " supported");
+  if (o.size() == 0) return;
+
+  using Tiles = detail::AttentionTiles<Exec>;
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
+  using Member = typename Policy::member_type;
+  using Team = detail::AttentionTeam<Member, Tiles::gpu>;
+  using ScratchTile = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  constexpr int lanes = Tiles::softmax_lanes;
+  constexpr std::int64_t BK = Tiles::keys, R = Tiles::block_rows, C = Tiles::block_cols;
+  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+
+  const auto heads = static_cast<std::int64_t>(q.extent(1)), seq_q = static_cast<std::int64_t>(q.extent(2)),
+             seq_k = static_cast<std::int64_t>(k.extent(2)), d = static_cast<std::int64_t>(q.extent(3));
+  const typename Tiles::Layout tile = Tiles::layout_for(d);
+  const std::int64_t BQ = tile.block_q, dp = tile.dp;
+  const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
+  const auto league = static_cast<int>(static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
+  const auto scratch_bytes = ScratchTile::shmem_size(tile.floats);
+  const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+
+  // Strides of (batch, heads, seq) in elements (LayoutRight: head_dim has stride 1; the
+  // others may be padded).
+  const detail::Strides3 q_stride(q), k_stride(k), v_stride(v), o_stride(o);
+
+  Kokkos::parallel_for(
+      "rooftop::attention",
+      Policy(exec, league, Tiles::threads).set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
+      KOKKOS_LAMBDA(const Member& member) {
+        const Team team{member};
+        const ScratchTile tiles(member.team_scratch(level), tile.floats);
+        float* const scratch = tiles.data();
+        float *const qs = scratch + tile.q, *const kt = scratch + tile.kt, *const vs = scratch + tile.v;
+        float *const s = scratch + tile.s, *const acc = scratch + tile.acc;
+        float *const m = scratch + tile.m, *const l = scratch + tile.l, *const alpha = scratch + tile.alpha;
+        const std::int64_t block = member.league_rank();
+        const std::int64_t b = block / (heads * q_blocks), h = block / q_blocks % heads, q0 = block % q_blocks * BQ;
+        const std::int64_t nq = seq_q - q0 < BQ ? seq_q - q0 : BQ;
+        // Rows past nq up to the register block and head_dim columns past d are zero-filled,
+        // so every product runs on whole register blocks; they are never written out.
+        const std::int64_t rows = Tiles::round_up(nq, R);
+
+        // LayoutRight: rows of head_dim are contiguous, (b, h) holds seq consecutive rows. Raw
+        // pointers, so the loops below index plain arrays (View indexing through the captured
+        // Views is reloaded per element on CPUs: the float stores may alias them).
+        const T* const q_rows = q.data() + b * q_stride[0] + h * q_stride[1] + q0 * q_stride[2];
+        const T* const k_rows = k.data() + b * k_stride[0] + h * k_stride[1];
+        const T* const v_rows = v.data() + b * v_stride[0] + h * v_stride[1];
+        const std::int64_t q_ld = q_stride[2], k_ld = k_stride[2], v_ld = v_stride[2];
+        // Padding (query rows past nq up to the register block, head_dim columns past d) is 0,
+        // so every product runs on whole register blocks and never meets stale scratch.
+        team.for_each(1, rows * dp, [&](std::int64_t, const std::int64_t t) {
+          qs[t] = 0.0f;
+          acc[t] = 0.0f;
+        });
+        team.for_each(1, dp * Tiles::kt_stride, [&](std::int64_t, const std::int64_t t) { kt[t] = 0.0f; });
+        team.for_each(1, BK * dp, [&](std::int64_t, const std::int64_t t) { vs[t] = 0.0f; });
+        team.for_each(rows, 1, [&](const std::int64_t i, std::int64_t) {
+          m[i] = minus_inf;
+          l[i] = 0.0f;
+        });
+        team.barrier();
+        // Q tile (BQ, dp), pre-multiplied by scale: the scores come out scaled.
+        team.for_each(nq, d, [&](const std::int64_t i, const std::int64_t c) { qs[i * dp + c] = scale * float(q_rows[i * q_ld + c]); });
+        // Causal: the block's last query sees keys up to its own index; tiles past it are skipped.
+        const std::int64_t key_end = causal && q0 + nq < seq_k ? q0 + nq : seq_k;
+        for (std::int64_t k0 = 0; k0 < key_end; k0 += BK) {
+          const std::int64_t nk = key_end - k0 < BK ? key_end - k0 : BK;
+          const std::int64_t cols = Tiles::round_up(nk, C);
+          team.barrier();  // the previous tile's V and probabilities are no longer read
+          // K^T tile (dp, kt_stride) and V tile (BK, dp), both read along head_dim (contiguous).
+          team.for_each(nk, d, [&](const std::int64_t j, const std::int64_t c) { vs[j * dp + c] = float(v_rows[(k0 + j) * v_ld + c]); });
+          team.for_each(nk, d, [&](const std::int64_t j, const std::int64_t c) {
+            kt[c * Tiles::kt_stride + j] = float(k_rows[(k0 + j) * k_ld + c]);
+          });
+          // A last, partial tile: keys past nk up to the register block are 0 (not the previous
+          // tile's, whose Inf or NaN would reach the sums through p = 0).
+          team.for_each(cols - nk, dp, [&](const std::int64_t j, const std::int64_t c) {
+            vs[(nk + j) * dp + c] = 0.0f;
+            kt[c * Tiles::kt_stride + nk + j] = 0.0f;
+          });
+          team.barrier();
+          // Scores (rows, cols) = Q tile x K^T tile.
+          detail::attention_product<Tiles>(team, rows, cols, dp, qs, dp, kt, Tiles::kt_stride, s, BK,
+                                           [](std::int64_t, std::int64_t) { return 0.0f; });
+          team.barrier();
+          team.for_each(rows, 1, [&](const std::int64_t i, std::int64_t) {
+            // Keys k0 + j visible to query q0 + i: j < nk, and j <= q0 + i - k0 if causal.
+            const std::int64_t last = q0 + i - k0 + 1;
+            const std::int64_t visible = causal && last < nk ? (last > 0 ? last : 0) : nk;
+            alpha[i] = detail::attention_softmax_row<lanes>(s + i * BK, static_cast<int>(cols), static_cast<int>(visible), m[i], l[i]);
+          });
+          team.barrier();
+          // Accumulator (rows, dp) = alpha * accumulator + probabilities (rows, cols) x V tile.
+          detail::attention_product<Tiles>(team, rows, dp, cols, s, BK, vs, dp, acc, dp,
+                                           [&](const std::int64_t i, const std::int64_t c) { return acc[i * dp + c] * alpha[i]; });
+        }
+        team.barrier();
+        T* const o_rows = o.data() + b * o_stride[0] + h * o_stride[1] + q0 * o_stride[2];
+        team.for_each(nq, d, [&](const std::int64_t i, const std::int64_t c) {
+          // l = 0: no visible key (seq_k == 0), output 0.
+          const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+          o_rows[i * o_stride[2] + c] = T(acc[i * dp + c] * inv);
+        });
+      });
+}
+
+/// attention with the usual scale 1 / sqrt(head_dim).
+template <class Exec, class Q, class K, class V, class O, class Causal>
+std::enable_if_t<Kokkos::is_execution_space<Exec>::value && std::is_same_v<Causal, bool>> attention(
+    const Exec& exec, const Q& q, const K& k, const V& v, const O& o, Causal causal) {
+  const float scale = q.extent(3) ? 1.0f / compat::sqrt(static_cast<float>(q.extent(3))) : 1.0f;
+  attention(exec, q, k, v, o, scale, causal);
+}
+
+/// attention on O's execution space.
+template <class Q, class K, class V, class O>
+std::enable_if_t<Kokkos::is_view<Q>::value> attention(const Q& q, const K& k, const V& v, const O& o, float scale,
+                                                       bool causal) {
+  attention(typename O::execution_space{}, q, k, v, o, scale, causal);
+}
+template <class Q, class K, class V, class O, class Causal>
+std::enable_if_t<Kokkos::is_view<Q>::value && std::is_same_v<Causal, bool>> attention(const Q& q, const K& k, const V& v,
+                                                                                      const O& o, Causal causal) {
+  attention(typename O::execution_space{}, q, k, v, o, causal);
+}
+
+/// Key-query pairs attention scores: seq_q * seq_k, or with the top-left causal mask
+/// sum_i min(i + 1, seq_k).
+constexpr double attention_pairs(std::int64_t seq_q, std::int64_t seq_k, bool causal) {
+  if (!causal) return static_cast<double>(seq_q) * seq_k;
+  const double full = static_cast<double>(seq_q < seq_k ? seq_q : seq_k);  // rows before the mask saturates
+  return full * (full + 1) / 2 + static_cast<double>(seq_q - full) * seq_k;
+}
+
+/// Cost of attention of T: 4 * head_dim FLOPs per visible (query, key) pair (a multiply-add
+/// per head_dim entry in Q K^T and in P V; the softmax's exp, max and sums, about 5 per pair,
+/// are not counted, as in the FlashAttention papers), over batch * heads * attention_pairs:
+/// 4 b h seq_q seq_k d, about half of it causal (exactly b h (seq_q (seq_q + 1) / 2) 4 d
+/// when seq_q == seq_k). Read Q, K and V once, write O once.
+template <class T>
+constexpr Cost attention_cost(std::int64_t batch, std::int64_t heads, std::int64_t seq_q, std::int64_t seq_k,
+                              std::int64_t head_dim, bool causal) {
+  const double bh = static_cast<double>(batch) * heads;
+  return {4.0 * bh * attention_pairs(seq_q, seq_k, causal) * head_dim,
+          bytes_of<T>(bh * head_dim * (2.0 * seq_q + 2.0 * seq_k))};
+}
+
+}  // namespace rooftop

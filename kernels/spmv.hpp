@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// spmv: y = alpha * A x + beta * y for a sparse matrix A in CSR form (rows, cols), (cols) x and
+/// (rows) y; plus the CSR type and generators that build test and benchmark matrices on the
+/// device: the 2D 5-point and 3D 7-point Laplacians (Dirichlet boundary) and a random sparsity
+/// pattern.
+///
+/// Values, x and y are double, float, bf16 or fp16 (all the same type T); each row's dot
+/// product accumulates in compute_t<T> and is rounded once to T. Indices are int32 or int64.
+/// beta == 0 never reads y (y may hold NaN or garbage); an empty row gives beta * y, so 0 for
+/// the plain y = A x. Columns need not be sorted within a row for spmv (the generators sort
+/// them). x and y must not alias.
+///
+/// Parallelization: on CPUs a thread takes contiguous blocks of rows, a plain loop over each
+/// row's entries (for bf16/fp16 in batches of entries whose conversion vectorizes, see the
+/// kernel). On GPUs every row gets `vector_length` lanes of one thread's
+/// vector (a group of consecutive lanes of a warp): the lanes read consecutive entries of the
+/// row's col_idx and values (coalesced; consecutive rows are consecutive in memory too), and
+/// reduce their partial sums; a team is a block of such rows.
+#pragma once
+
+#include "../core/cost.hpp"
+#include "../core/error.hpp"
+#include "../core/random.hpp"
+#include "../core/reduction.hpp"
+#include "../core/types.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace rooftop {
+
+/// A (rows, cols) sparse matrix in compressed sparse row form: row r's entries are
+/// col_idx(k), values(k) for k in [row_ptr(r), row_ptr(r + 1)). row_ptr has rows + 1 entries
+/// (row_ptr(0) == 0, non-decreasing, row_ptr(rows) == nnz); col_idx and values have nnz.
+template <class T, class Index = std::int32_t, class Memory = Kokkos::DefaultExecutionSpace::memory_space>
+struct Csr {
+  static_assert(is_supported_dtype_v<T>, "Csr: values are double, float, bf16 or fp16");
+  static_assert(std::is_same_v<Index, std::int32_t> || std::is_same_v<Index, std::int64_t>, "Csr: indices are int32 or int64");
+  using value_type = T;
+  using index_type = Index;
+  using memory_space = Memory;
+
+  std::int64_t rows = 0, cols = 0;
+  Kokkos::View<Index*, Memory> row_ptr;  // (rows + 1)
+  Kokkos::View<Index*, Memory> col_idx;  // (nnz)
+  Kokkos::View<T*, Memory> values;       // (nnz)
+
+  Csr() = default;
+  /// Allocates a (rows, cols) matrix with room for nnz entries, all zero (row_ptr too: every
+  /// row empty until the caller fills it).
+  Csr(std::int64_t rows_, std::int64_t cols_, std::int64_t nnz)
+      : rows(rows_), cols(cols_), row_ptr("rooftop::Csr::row_ptr", rows_ + 1), col_idx("rooftop::Csr::col_idx", nnz),
+        values("rooftop::Csr::values", nnz) {}
+
+  /// Number of stored entries.
+  std::int64_t nnz() const { return static_cast<std::int64_t>(values.extent(0)); }
+};
+
+namespace detail {
+/// Precondition of `op`: a matrix of (rows, cols) with nnz entries is indexable with Index.
+template <class Index>
+void require_indexable(const char* op, std::int64_t rows, std::int64_t cols, std::int64_t nnz) {
+  ROOFTOP_REQUIRE(rows >= 0 && cols >= 0, op, "rows and cols must not be negative (rows is ", rows, ", cols is ", cols, ")");
+  constexpr std::int64_t most = std::numeric_limits<Index>::max();
+  ROOFTOP_REQUIRE(nnz <= most && cols <= most, op, rows, "x", cols, " with ", nnz, " entries exceeds the range of ",
+                  sizeof(Index) == 4 ? "int32" : "int64", " indices");
+}
+
+/// Structural preconditions spmv can check without reading device memory.
+template <class Matrix>
+void require_csr_extents(const char* op, const Matrix& A) {
+  ROOFTOP_REQUIRE(A.rows >= 0 && A.cols >= 0 && static_cast<std::int64_t>(A.row_ptr.extent(0)) == A.rows + 1, op, "A has ",
+                  A.rows, " rows but row_ptr is ", A.row_ptr.extent(0), " (expected ", A.rows + 1, ")");
+  ROOFTOP_REQUIRE(A.col_idx.extent(0) == A.values.extent(0), op, "A's col_idx is ", A.col_idx.extent(0), " but values is ",
+                  A.values.extent(0));
+}
+
+/// How spmv is spread over Exec (see the file comment).
+template <class Exec>
+struct SpmvShape {
+  static constexpr bool gpu = ReductionShape<Exec, float>::gpu;
+  /// GPU: threads (rows x lanes) per team: 8 warps, several teams per SM.
+  static constexpr int gpu_team_threads = 256;
+  /// GPU: most lanes per row (a warp; Kokkos' vector length is a power of two up to 32).
+  static constexpr int gpu_max_vector_length = 32;
+  /// CPU: rows per work item (a contiguous block): ~thousands of entries per item keep
+  /// scheduling overhead negligible, while many items per thread keep uneven rows balanced.
+  static constexpr std::int64_t cpu_rows_per_block = 512;
+  /// CPU, bf16/fp16: entries buffered at a time (x gathered, products): 6 KB, in L1.
+  static constexpr std::int64_t cpu_buffered_entries = 1024;
+
+  /// GPU lanes per row: the mean row length rounded up to a power of two, at most a warp (7 for
+  /// the 3D Laplacian gives 8; long rows loop over their entries 32 at a time).
+  static int vector_length(std::int64_t rows, std::int64_t nnz) {
+    if (!gpu) return 1;
+    const std::int64_t mean = rows > 0 ? (nnz + rows - 1) / rows : 1;
+    int v = 1;
+    while (v < mean && v < gpu_max_vector_length) v *= 2;
+    return v;
+  }
+};
+
+/// spmv on a GPU: a vector of lanes per row, a block of rows per team.
+template <class Exec, class RowPtr, class ColIdx, class Values, class X, class Y, class C>
+void spmv_teams(const Exec& exec, std::int64_t rows, std::int64_t nnz, const RowPtr& row_ptr, const ColIdx& col_idx,
+                const Values& values, const X& x, const Y& y, C a, C b, bool reads_y) {
+  using T = typename Y::value_type;
+  using Shape = SpmvShape<Exec>;
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  using Member = typename Policy::member_type;
+  const int lanes = Shape::vector_length(rows, nnz);
+  const std::int64_t rows_per_team = Shape::gpu_team_threads / lanes;
+  const std::int64_t league = (rows + rows_per_team - 1) / rows_per_team;
+  Kokkos::parallel_for(
+      "rooftop::spmv", Policy(exec, league, static_cast<int>(rows_per_team), lanes), KOKKOS_LAMBDA(const Member& member) {
+        const std::int64_t first = static_cast<std::int64_t>(member.league_rank()) * rows_per_team;
+        const std::int64_t count = rows - first < rows_per_team ? rows - first : rows_per_team;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, count), [&](const std::int64_t k) {
+          const std::int64_t r = first + k;
+          const std::int64_t begin = row_ptr(r), end = row_ptr(r + 1);
+          C sum = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(member, begin, end),
+              [&](const std::int64_t j, C& part) { part += C(values(j)) * C(x(col_idx(j))); }, sum);
+          Kokkos::single(Kokkos::PerThread(member), [&] { y(r) = T(reads_y ? a * sum + b * C(y(r)) : a * sum); });
+        });
+      });
+}
+
+/// spmv on a CPU: blocks of rows per work item.
+template <class Exec, class RowPtr, class ColIdx, class Values, class X, class Y, class C>
+void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, const ColIdx& col_idx, const Values& values,
+                 const X& x, const Y& y, C a, C b, bool reads_y) {
+  using T = typename Y::value_type;
+  using Shape = SpmvShape<Exec>;
+  constexpr std::int64_t block = Shape::cpu_rows_per_block, buffered = Shape::cpu_buffered_entries;
+  Kokkos::parallel_for(
+      "rooftop::spmv", Kokkos::RangePolicy<Exec>(exec, 0, (rows + block - 1) / block), KOKKOS_LAMBDA(const std::int64_t blk) {
+        const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
+        auto write = [&](const std::int64_t r, const C sum) { y(r) = T(reads_y ? a * sum + b * C(y(r)) : a * sum); };
+        std::int64_t r = blk * block;
+        if (sizeof(T) == 2) {  // (a plain if: nvcc refuses device lambdas capturing in if constexpr)
+          // bf16/fp16: converting to fp32 one entry at a time costs more than the entry's
+          // bytes take to arrive. So the rows' x entries are gathered (raw) into a buffer, and
+          // one contiguous loop converts and multiplies (vectorized), then each row sums its
+          // products. A run of rows whose entries fit the buffer at a time; a longer row alone.
+          T xs[buffered];
+          C products[buffered];
+          while (r < last) {
+            const std::int64_t e0 = row_ptr(r);
+            std::int64_t s = r;
+            while (s < last && row_ptr(s + 1) - e0 <= buffered) ++s;
+            if (s == r) {  // one row longer than the buffer
+              C sum = 0;
+              for (std::int64_t e = e0; e < row_ptr(r + 1); ++e) sum += C(values(e)) * C(x(col_idx(e)));
+              write(r++, sum);
+              continue;
+            }
+            const std::int64_t n = row_ptr(s) - e0;
+            for (std::int64_t e = 0; e < n; ++e) xs[e] = x(col_idx(e0 + e));
+            const T* v = values.data() + e0;
+            for (std::int64_t e = 0; e < n; ++e) products[e] = C(v[e]) * C(xs[e]);
+            for (; r < s; ++r) {
+              C sum = 0;
+              for (std::int64_t e = row_ptr(r) - e0; e < row_ptr(r + 1) - e0; ++e) sum += products[e];
+              write(r, sum);
+            }
+          }
+        } else {
+          for (; r < last; ++r) {
+            C sum = 0;
+            for (std::int64_t e = row_ptr(r); e < row_ptr(r + 1); ++e) sum += C(values(e)) * C(x(col_idx(e)));
+            write(r, sum);
+          }
+        }
+      });
+}
+}  // namespace detail
+
+/// y = alpha * A x + beta * y (beta == 0: y = alpha * A x, y not read). Throws rooftop::Error if
+/// x is not A.cols long, y is not A.rows long, or A's arrays disagree in extent.
+template <class Exec, class T, class Index, class Memory, class X, class Y>
+void spmv(const Exec& exec, double alpha, const Csr<T, Index, Memory>& A, const X& x, double beta, const Y& y) {
+  mandate_input<Exec, decltype(A.values), 1>();
+  mandate_input<Exec, X, 1>();
+  mandate_output<Exec, Y, 1>();
+  static_assert(std::is_same_v<typename X::non_const_value_type, T> && std::is_same_v<typename Y::value_type, T>,
+                "spmv: A, x and y differ in value type");
+  detail::require_csr_extents("spmv", A);
+  ROOFTOP_REQUIRE(static_cast<std::int64_t>(x.extent(0)) == A.cols, "spmv", "x is ", x.extent(0), " but A has ", A.cols,
+                  " columns");
+  ROOFTOP_REQUIRE(static_cast<std::int64_t>(y.extent(0)) == A.rows, "spmv", "y is ", y.extent(0), " but A has ", A.rows,
+                  " rows");
+  if (A.rows == 0) return;
+  using C = compute_t<T>;
+  const C a = static_cast<C>(alpha), b = static_cast<C>(beta);
+  if constexpr (detail::SpmvShape<Exec>::gpu)
+    detail::spmv_teams(exec, A.rows, A.nnz(), A.row_ptr, A.col_idx, A.values, x, y, a, b, beta != 0);
+  else
+    detail::spmv_blocks(exec, A.rows, A.row_ptr, A.col_idx, A.values, x, y, a, b, beta != 0);
+}
+
+/// y = A x (y not read).
+template <class Exec, class T, class Index, class Memory, class X, class Y>
+void spmv(const Exec& exec, const Csr<T, Index, Memory>& A, const X& x, const Y& y) {
+  spmv(exec, 1.0, A, x, 0.0, y);
+}
+template <class T, class Index, class Memory, class X, class Y>
+void spmv(const Csr<T, Index, Memory>& A, const X& x, const Y& y) {
+  spmv(typename Y::execution_space{}, 1.0, A, x, 0.0, y);
+}
+template <class T, class Index, class Memory, class X, class Y>
+void spmv(double alpha, const Csr<T, Index, Memory>& A, const X& x, double beta, const Y& y) {
+  spmv(typename Y::execution_space{}, alpha, A, x, beta, y);
+}
+
+/// Cost of spmv with a (rows, cols) matrix of nnz entries of T and Index indices. FLOPs: 2 per
+/// entry (multiply, add), plus 3 per row with beta != 0 (alpha * sum, beta * y, add; the alpha
+/// scaling of the plain y = A x is not counted). Compulsory bytes: values and col_idx once,
+/// row_ptr once, y written once (and read once with beta != 0), and x read once: perfect reuse
+/// of x, as if every x element reached the processor once however many rows use it. That is
+/// exact for banded matrices such as the Laplacians (a row's neighbours are still in cache)
+/// and a lower bound for scattered sparsity, where x is re-read from memory.
+template <class T, class Index = std::int32_t>
+constexpr Cost spmv_cost(std::int64_t rows, std::int64_t cols, std::int64_t nnz, bool reads_y = false) {
+  return {2.0 * nnz + (reads_y ? 3.0 * rows : 0.0),
+          bytes_of<T>(static_cast<double>(nnz)) + bytes_of<Index>(static_cast<double>(nnz) + rows + 1) +
+              bytes_of<T>(static_cast<double>(cols) + (reads_y ? 2.0 : 1.0) * rows)};
+}
+
+// ---- generators ------------------------------------------------------------------------------
+
+/// Stored entries of the 7-point Laplacian on an (nx, ny, nz) grid: 7 per point less one for
+/// each missing neighbour at the boundary. (The 5-point 2D Laplacian is nz = 1.)
+constexpr std::int64_t laplacian_3d_nnz(std::int64_t nx, std::int64_t ny, std::int64_t nz) {
+  if (nx <= 0 || ny <= 0 || nz <= 0) return 0;
+  return 7 * nx * ny * nz - 2 * (ny * nz + nx * nz + nx * ny);
+}
+constexpr std::int64_t laplacian_2d_nnz(std::int64_t nx, std::int64_t ny) { return laplacian_3d_nnz(nx, ny, 1); }
+
+namespace detail {
+/// The Laplacian stencil on an (nx, ny, nz) grid, points numbered x fastest (row (k*ny + j)*nx
+/// + i); diag on the diagonal, -1 for each neighbour inside the grid (Dirichlet: neighbours
+/// outside are dropped), columns ascending.
+template <class T, class Index, class Exec>
+Csr<T, Index, typename Exec::memory_space> laplacian(const char* op, const Exec& exec, std::int64_t nx, std::int64_t ny,
+                                                     std::int64_t nz, float diag) {
+  ROOFTOP_REQUIRE(nx >= 0 && ny >= 0 && nz >= 0, op, "grid extents must not be negative (", nx, "x", ny, "x", nz, ")");
+  const std::int64_t rows = nx * ny * nz, nnz = laplacian_3d_nnz(nx, ny, nz);
+  require_indexable<Index>(op, rows, rows, nnz);
+  Csr<T, Index, typename Exec::memory_space> A(rows, rows, nnz);
+  const auto row_ptr = A.row_ptr;
+  const auto col_idx = A.col_idx;
+  const auto values = A.values;
+  const std::int64_t plane = nx * ny;
+  Kokkos::parallel_scan(
+      "rooftop::laplacian::row_ptr", Kokkos::RangePolicy<Exec>(exec, 0, rows),
+      KOKKOS_LAMBDA(const std::int64_t r, std::int64_t& offset, const bool final) {
+        const std::int64_t i = r % nx, j = r / nx % ny, k = r / plane;
+        offset += 1 + (i > 0) + (i < nx - 1) + (j > 0) + (j < ny - 1) + (k > 0) + (k < nz - 1);
+        if (final) row_ptr(r + 1) = static_cast<Index>(offset);
+      });
+  const T off(-1.0f), center(diag);
+  Kokkos::parallel_for(
+      "rooftop::laplacian::entries", Kokkos::RangePolicy<Exec>(exec, 0, rows), KOKKOS_LAMBDA(const std::int64_t r) {
+        const std::int64_t i = r % nx, j = r / nx % ny, k = r / plane;
+        std::int64_t p = row_ptr(r);
+        auto put = [&](bool inside, std::int64_t c, T v) {
+          if (inside) {
+            col_idx(p) = static_cast<Index>(c);
+            values(p) = v;
+            ++p;
+          }
+        };
+        put(k > 0, r - plane, off);
+        put(j > 0, r - nx, off);
+        put(i > 0, r - 1, off);
+        put(true, r, center);
+        put(i < nx - 1, r + 1, off);
+        put(j < ny - 1, r + nx, off);
+        put(k < nz - 1, r + plane, off);
+      });
+  return A;
+}
+}  // namespace detail
+
+/// The 5-point Laplacian of an (nx, ny) grid (nx*ny rows and columns, point (i, j) at row
+/// j*nx + i): 4 on the diagonal, -1 for each of the up to 4 neighbours inside the grid
+/// (Dirichlet boundary: rows at the boundary have fewer entries). Built on exec's device.
+template <class T, class Index = std::int32_t, class Exec>
+Csr<T, Index, typename Exec::memory_space> laplacian_2d(const Exec& exec, std::int64_t nx, std::int64_t ny) {
+  return detail::laplacian<T, Index>("laplacian_2d", exec, nx, ny, 1, 4.0f);
+}
+
+/// The 7-point Laplacian of an (nx, ny, nz) grid (point (i, j, k) at row (k*ny + j)*nx + i): 6
+/// on the diagonal, -1 for each of the up to 6 neighbours inside the grid (Dirichlet).
+template <class T, class Index = std::int32_t, class Exec>
+Csr<T, Index, typename Exec::memory_space> laplacian_3d(const Exec& exec, std::int64_t nx, std::int64_t ny, std::int64_t nz) {
+  return detail::laplacian<T, Index>("laplacian_3d", exec, nx, ny, nz, 6.0f);
+}
+
+/// A (rows, cols) matrix with nnz_per_row entries in every row, at distinct columns ascending
+/// within the row, values uniform in [-1, 1) rounded to T. A pure function of the seed (the same matrix on
+/// every backend and thread count): row r's columns are nnz_per_row draws uniform in
+/// [0, cols - nnz_per_row], sorted, the t-th plus t (a sorted multiset shifted into distinct
+/// columns). Built on exec's device.
+template <class T, class Index = std::int32_t, class Exec>
+Csr<T, Index, typename Exec::memory_space> random_csr(const Exec& exec, std::int64_t rows, std::int64_t cols,
+                                                      std::int64_t nnz_per_row, std::uint64_t seed) {
+  ROOFTOP_REQUIRE(nnz_per_row >= 0 && nnz_per_row <= cols, "random_csr", nnz_per_row, " entries per row do not fit in ", cols,
+                  " columns");
+  detail::require_indexable<Index>("random_csr", rows, cols, rows * nnz_per_row);
+  Csr<T, Index, typename Exec::memory_space> A(rows, cols, rows * nnz_per_row);
+  const auto row_ptr = A.row_ptr;
+  const auto col_idx = A.col_idx;
+  const auto values = A.values;
+  const std::int64_t k = nnz_per_row;
+  const std::uint64_t span = static_cast<std::uint64_t>(cols - k + 1);
+  Kokkos::parallel_for(
+      "rooftop::random_csr::row_ptr", Kokkos::RangePolicy<Exec>(exec, 0, rows + 1),
+      KOKKOS_LAMBDA(const std::int64_t r) { row_ptr(r) = static_cast<Index>(r * k); });
+  Kokkos::parallel_for(
+      "rooftop::random_csr::entries", Kokkos::RangePolicy<Exec>(exec, 0, rows), KOKKOS_LAMBDA(const std::int64_t r) {
+        const std::int64_t first = r * k;
+        // Insertion sort of the row's draws in place (rows are short; this is set-up, not a hot path).
+        for (std::int64_t t = 0; t < k; ++t) {
+          const auto e = static_cast<std::uint64_t>(first + t);
+          const Index c = static_cast<Index>(hash64(seed, 2 * e) % span);
+          std::int64_t s = first + t;
+          for (; s > first && col_idx(s - 1) > c; --s) col_idx(s) = col_idx(s - 1);
+          col_idx(s) = c;
+          values(first + t) = T(2.0 * uniform01(seed, 2 * e + 1) - 1.0);
+        }
+        for (std::int64_t t = 0; t < k; ++t) col_idx(first + t) = static_cast<Index>(col_idx(first + t) + t);
+      });
+  return A;
+}
+
+/// A Csr in Memory holding host arrays (values converted to T). Throws rooftop::Error unless
+/// they form a valid (rows, cols) CSR matrix: row_ptr of rows + 1 entries from 0,
+/// non-decreasing, ending at the number of entries; columns in [0, cols).
+template <class T, class Index, class Memory = Kokkos::DefaultExecutionSpace::memory_space>
+Csr<T, Index, Memory> csr_from_host(std::int64_t rows, std::int64_t cols, const std::vector<Index>& row_ptr,
+                                    const std::vector<Index>& col_idx, const std::vector<double>& values) {
+  const auto nnz = static_cast<std::int64_t>(values.size());
+  detail::require_indexable<Index>("csr_from_host", rows, cols, nnz);
+  ROOFTOP_REQUIRE(static_cast<std::int64_t>(row_ptr.size()) == rows + 1, "csr_from_host", "row_ptr is ", row_ptr.size(),
+                  " but the matrix has ", rows, " rows (expected ", rows + 1, ")");
+  ROOFTOP_REQUIRE(static_cast<std::int64_t>(col_idx.size()) == nnz, "csr_from_host", "col_idx is ", col_idx.size(),
+                  " but values is ", nnz);
+  ROOFTOP_REQUIRE(row_ptr[0] == 0 && row_ptr[rows] == nnz, "csr_from_host", "row_ptr runs from ", row_ptr[0], " to ",
+                  row_ptr[rows], " (expected 0 to ", nnz, ")");
+  for (std::int64_t r = 0; r < rows; ++r)
+    ROOFTOP_REQUIRE(row_ptr[r] <= row_ptr[r + 1], "csr_from_host", "row_ptr(", r, ") is ", row_ptr[r], " but row_ptr(", r + 1,
+                    ") is ", row_ptr[r + 1]);
+  for (std::int64_t e = 0; e < nnz; ++e)
+    ROOFTOP_REQUIRE(col_idx[e] >= 0 && col_idx[e] < cols, "csr_from_host", "col_idx(", e, ") is ", col_idx[e],
+                    ", outside the ", cols, " columns");
+  Csr<T, Index, Memory> A(rows, cols, nnz);
+  auto hp = Kokkos::create_mirror_view(A.row_ptr);
+  auto hc = Kokkos::create_mirror_view(A.col_idx);
+  auto hv = Kokkos::create_mirror_view(A.values);
+  for (std::int64_t r = 0; r <= rows; ++r) hp(r) = row_ptr[r];
+  for (std::int64_t e = 0; e < nnz; ++e) {
+    hc(e) = col_idx[e];
+    hv(e) = T(values[e]);
+  }
+  Kokkos::deep_copy(A.row_ptr, hp);
+  Kokkos::deep_copy(A.col_idx, hc);
+  Kokkos::deep_copy(A.values, hv);
+  return A;
+}
+
+}  // namespace rooftop

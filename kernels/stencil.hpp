@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// stencil: one Jacobi sweep of the 3D 7-point stencil on an (nx, ny, nz) grid,
+///
+///   out(i, j, k) = c0 * in(i, j, k) + c1 * (in(i-1, j, k) + in(i+1, j, k) + in(i, j-1, k)
+///                                          + in(i, j+1, k) + in(i, j, k-1) + in(i, j, k+1))
+///
+/// at interior points (0 < i < nx-1, 0 < j < ny-1, 0 < k < nz-1). Boundary rule (Dirichlet):
+/// every point with an index on the grid's faces keeps its value, out(i, j, k) = in(i, j, k)
+/// (a grid with an extent below 3 is all boundary). Storage double, float, bf16 or fp16; math
+/// in compute_t<T> (fp64 for fp64, fp32 otherwise), rounded once to the storage type. in and
+/// out must be distinct, non-overlapping Views of the same extents (a Jacobi sweep reads only
+/// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
+#pragma once
+
+#include "../core/cost.hpp"
+#include "../core/error.hpp"
+#include "../core/reduction.hpp"
+#include "../core/types.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace rooftop {
+
+namespace detail {
+/// How a stencil sweep is cut into work items: a 3D range over (i, j, chunk of k), tiled.
+/// CPU: a work item is a run of `k_chunk` points along the contiguous k axis (one loop the
+/// compiler vectorizes, boundary points peeled off), and a tile is `tile_j` rows of one plane
+/// so the rows (i, j+-1) just read are still in L1/L2. GPU: a work item is one point; the tile
+/// (1, 4, 64) is a thread block of 256 whose 32-thread warps cover consecutive k (Kokkos 4+
+/// maps the last index to threadIdx.x; Kokkos 3.4 maps threadIdx.x to i, so its warps are 4
+/// rows of 8 consecutive k: still whole 32-byte sectors).
+template <class Exec>
+struct StencilShape {
+  static constexpr bool gpu = ReductionShape<Exec, float>::gpu;
+  static constexpr std::int64_t k_chunk = gpu ? 1 : 2048;
+  static constexpr std::int64_t tile_i = 1;
+  static constexpr std::int64_t tile_j = 4;
+  static constexpr std::int64_t tile_k = gpu ? 64 : 1;  // in chunks
+};
+}  // namespace detail
+
+/// out = one Jacobi sweep of the 7-point stencil (c0 on the centre, c1 on each of the six
+/// neighbours) over the (nx, ny, nz) grid `in`; boundary points are copied. Throws
+/// rooftop::Error if the extents differ or in and out overlap.
+template <class Exec, class In, class Out>
+void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c1) {
+  mandate_input<Exec, In, 3>();
+  mandate_output<Exec, Out, 3>();
+  using T = typename Out::value_type;
+  using C = compute_t<T>;
+  static_assert(std::is_same_v<typename In::non_const_value_type, T>, "stencil: in and out differ in value type");
+  detail::require_same_shape("stencil", "in", in, "out", out);
+  ROOFTOP_REQUIRE(!detail::overlap(in, out), "stencil", "in and out overlap (both ", shape_of(in),
+                  "); a Jacobi sweep needs a separate output");
+  const auto nx = static_cast<std::int64_t>(in.extent(0)), ny = static_cast<std::int64_t>(in.extent(1)),
+             nz = static_cast<std::int64_t>(in.extent(2));
+  if (nx == 0 || ny == 0 || nz == 0) return;
+  using Shape = detail::StencilShape<Exec>;
+  constexpr std::int64_t chunk = Shape::k_chunk;
+  using Policy = Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3, Kokkos::Iterate::Right, Kokkos::Iterate::Right>,
+                                       Kokkos::IndexType<std::int64_t>>;
+  const typename Policy::point_type lower = {{0, 0, 0}};
+  const typename Policy::point_type upper = {{nx, ny, (nz + chunk - 1) / chunk}};
+  const typename Policy::tile_type tile = {{Shape::tile_i, Shape::tile_j, Shape::tile_k}};
+  const C a = static_cast<C>(c0), b = static_cast<C>(c1);
+  Kokkos::parallel_for(
+      "rooftop::stencil", Policy(exec, lower, upper, tile),
+      KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j, const std::int64_t chunk_index) {
+        const std::int64_t k_begin = chunk_index * chunk;
+        const std::int64_t k_end = k_begin + chunk < nz ? k_begin + chunk : nz;
+        if (i == 0 || i == nx - 1 || j == 0 || j == ny - 1) {
+          for (std::int64_t k = k_begin; k < k_end; ++k) out(i, j, k) = in(i, j, k);
+          return;
+        }
+        // Interior row: the points k = 0 and k = nz-1 (when in this chunk) are boundary,
+        // peeled off so the loop between them has no branch (vectorizes on CPUs).
+        if (k_begin == 0) out(i, j, 0) = in(i, j, 0);
+        if (k_end == nz && nz > 1) out(i, j, nz - 1) = in(i, j, nz - 1);
+        const std::int64_t lo = k_begin > 1 ? k_begin : 1;
+        const std::int64_t hi = k_end < nz - 1 ? k_end : nz - 1;
+        for (std::int64_t k = lo; k < hi; ++k) {
+          const C neighbours = (C(in(i - 1, j, k)) + C(in(i + 1, j, k))) + (C(in(i, j - 1, k)) + C(in(i, j + 1, k))) +
+                               (C(in(i, j, k - 1)) + C(in(i, j, k + 1)));
+          out(i, j, k) = T(a * C(in(i, j, k)) + b * neighbours);
+        }
+      });
+}
+template <class In, class Out>
+void stencil(const In& in, const Out& out, double c0, double c1) {
+  stencil(typename Out::execution_space{}, in, out, c0, c1);
+}
+
+/// Cost of one 7-point sweep over an (nx, ny, nz) grid of T: 8 FLOPs per interior point
+/// (5 adds summing the six neighbours, a multiply by c1, a multiply by c0, the add of the
+/// two), none at boundary points (copied); read in once, write out once.
+template <class T>
+constexpr Cost stencil_cost(std::int64_t nx, std::int64_t ny, std::int64_t nz) {
+  auto inner = [](std::int64_t n) { return n > 2 ? static_cast<double>(n - 2) : 0.0; };
+  const double points = static_cast<double>(nx) * static_cast<double>(ny) * static_cast<double>(nz);
+  return {8.0 * inner(nx) * inner(ny) * inner(nz), bytes_of<T>(2.0 * points)};
+}
+
+}  // namespace rooftop

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// attention: every ML dtype against a float64 reference that forms the scores, over sequence
+// lengths 1, 13, 69 (no multiple of a tile), 200 and head_dim 1, 16, 64, 80 (and 100, 256),
+// causal or not, seq_q != seq_k, empty extents; huge logits; the default scale; memory
+// O(seq) at a sequence whose score matrix would take 4 GiB; the cost model; preconditions.
+#include "common.hpp"
+
+#include "../benchmarks/attention_ops.hpp"
+
+#include <rooftop/kernels/attention.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+using namespace rooftop;
+using test::Exec;
+
+namespace {
+
+template <class T>
+using Tensor = Kokkos::View<T****, Kokkos::LayoutRight, BackendMemory>;
+
+struct Dims {
+  std::int64_t batch, heads, seq_q, seq_k, head_dim;
+};
+
+template <class T>
+Tensor<T> random_tensor(std::int64_t b, std::int64_t h, std::int64_t s, std::int64_t d, double lo = -1, double hi = 1) {
+  Tensor<T> t("rooftop::test::t", b, h, s, d);
+  fill_uniform(Exec(), test::flat(t), test::next_seed(), lo, hi);
+  return t;
+}
+
+template <class T>
+Tensor<T> poisoned_tensor(std::int64_t b, std::int64_t h, std::int64_t s, std::int64_t d) {
+  Tensor<T> t("rooftop::test::out", b, h, s, d);
+  fill_nan(Exec(), test::flat(t));
+  return t;
+}
+
+/// Q, K, V and O as float64 on the host, each (batch, heads, seq, head_dim) row-major.
+struct Host {
+  Dims dims;
+  std::vector<double> q, k, v, o;
+};
+
+template <class T>
+Host to_host(const Dims& dims, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, const Tensor<T>& o) {
+  return {dims, test::host(test::flat(q)), test::host(test::flat(k)), test::host(test::flat(v)), test::host(test::flat(o))};
+}
+
+/// "" if query row (b, h, i) of O matches the float64 reference (reference::attention_row).
+template <class T>
+std::string check_row(const Host& x, float scale, bool causal, std::int64_t b, std::int64_t h, std::int64_t i) {
+  const Dims& n = x.dims;
+  const std::int64_t bh = b * n.heads + h, d = n.head_dim;
+  const std::int64_t visible = causal ? std::min(i + 1, n.seq_k) : n.seq_k;
+  const std::string error = reference::attention_row<T>(&x.q[(bh * n.seq_q + i) * d], &x.k[bh * n.seq_k * d],
+                                                        &x.v[bh * n.seq_k * d], visible, d, scale, &x.o[(bh * n.seq_q + i) * d]);
+  if (error.empty()) return "";
+  std::ostringstream msg;
+  msg << "O(" << b << ", " << h << ", " << i << ", :): " << error;
+  return msg.str();
+}
+
+/// Checks every row of O.
+template <class T>
+void check_all(const Host& x, float scale, bool causal) {
+  for (std::int64_t b = 0; b < x.dims.batch; ++b)
+    for (std::int64_t h = 0; h < x.dims.heads; ++h)
+      for (std::int64_t i = 0; i < x.dims.seq_q; ++i) {
+        const std::string error = check_row<T>(x, scale, causal, b, h, i);
+        REQUIRE_MESSAGE(error.empty(), error);
+      }
+}
+
+/// Runs attention at `dims` with inputs uniform in [-1, 1) and checks every row.
+template <class T>
+void run_and_check(const Dims& n, float scale, bool causal) {
+  CAPTURE(n.batch);
+  CAPTURE(n.heads);
+  CAPTURE(n.seq_q);
+  CAPTURE(n.seq_k);
+  CAPTURE(n.head_dim);
+  CAPTURE(causal);
+  auto q = random_tensor<T>(n.batch, n.heads, n.seq_q, n.head_dim);
+  auto k = random_tensor<T>(n.batch, n.heads, n.seq_k, n.head_dim);
+  auto v = random_tensor<T>(n.batch, n.heads, n.seq_k, n.head_dim);
+  auto o = poisoned_tensor<T>(n.batch, n.heads, n.seq_q, n.head_dim);
+  rooftop::attention(Exec(), q, k, v, o, scale, causal);
+  check_all<T>(to_host(n, q, k, v, o), scale, causal);
+}
+
+long peak_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;  // KiB on Linux
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("attention matches float64 over sequence lengths and head dims, causal or not", T, ROOFTOP_ML_DTYPES) {
+  const std::vector<std::int64_t> seqs = {1, 13, 69, 200};
+  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{16}, std::int64_t{64}, std::int64_t{80}})
+    for (const bool causal : {false, true}) {
+      for (const std::int64_t s : seqs) run_and_check<T>(Dims{2, 2, s, s, d}, 1.0f / std::sqrt(static_cast<float>(d)), causal);
+      // seq_q != seq_k: queries past seq_k (top-left causal) see every key.
+      const std::int64_t unequal[][2] = {{13, 200}, {200, 13}, {69, 1}, {1, 69}};
+      for (const auto& seq : unequal) run_and_check<T>(Dims{1, 3, seq[0], seq[1], d}, 0.3f, causal);
+    }
+  // head_dim not a multiple of 16, and the largest supported.
+  run_and_check<T>(Dims{1, 2, 69, 77, 100}, 0.1f, true);
+  run_and_check<T>(Dims{1, 1, 69, 130, attention_max_head_dim}, 0.0625f, false);
+}
+
+TEST_CASE_TEMPLATE("attention: empty extents; no keys gives 0", T, ROOFTOP_ML_DTYPES) {
+  for (const Dims& n : {Dims{0, 2, 5, 5, 16}, Dims{1, 0, 5, 5, 16}, Dims{1, 2, 0, 5, 16}, Dims{1, 2, 5, 5, 0}})
+    run_and_check<T>(n, 1.0f, false);
+  for (const bool causal : {false, true}) {
+    auto q = random_tensor<T>(1, 2, 13, 16);
+    auto kv = random_tensor<T>(1, 2, 0, 16);
+    auto o = poisoned_tensor<T>(1, 2, 13, 16);
+    rooftop::attention(Exec(), q, kv, kv, o, 1.0f, causal);
+    for (const double x : test::host(test::flat(o))) REQUIRE(x == 0.0);  // as softmax of a fully masked row
+  }
+}
+
+TEST_CASE_TEMPLATE("attention is stable at huge logits", T, ROOFTOP_ML_DTYPES) {
+  // Scores up to +-100 * head_dim / 3 on average: exp of the raw scores overflows fp32 by far.
+  for (const bool causal : {false, true}) {
+    run_and_check<T>(Dims{1, 2, 69, 69, 64}, 100.0f, causal);
+    run_and_check<T>(Dims{1, 1, 13, 200, 16}, 1e4f, causal);
+  }
+}
+
+TEST_CASE("attention: default scale 1/sqrt(head_dim), and the overloads without an execution space") {
+  const Dims n{2, 3, 37, 41, 64};
+  auto q = random_tensor<float>(n.batch, n.heads, n.seq_q, n.head_dim);
+  auto k = random_tensor<float>(n.batch, n.heads, n.seq_k, n.head_dim);
+  auto v = random_tensor<float>(n.batch, n.heads, n.seq_k, n.head_dim);
+  auto o = poisoned_tensor<float>(n.batch, n.heads, n.seq_q, n.head_dim);
+  rooftop::attention(Exec(), q, k, v, o, true);
+  check_all<float>(to_host(n, q, k, v, o), 0.125f, true);
+  o = poisoned_tensor<float>(n.batch, n.heads, n.seq_q, n.head_dim);
+  rooftop::attention(q, k, v, o, false);
+  check_all<float>(to_host(n, q, k, v, o), 0.125f, false);
+  o = poisoned_tensor<float>(n.batch, n.heads, n.seq_q, n.head_dim);
+  rooftop::attention(q, k, v, o, 0.5f, true);
+  check_all<float>(to_host(n, q, k, v, o), 0.5f, true);
+}
+
+TEST_CASE("attention's memory is O(seq): 32768 keys, whose fp32 score matrix would take 4 GiB") {
+  // batch 1, head 1, seq 32768, head_dim 16: 6.9e10 FLOPs (a few seconds on 2 cores). The peak
+  // resident set may not grow by more than 64 MiB (the inputs and output, 8 MiB together, are
+  // allocated before), 1/64 of the score matrix; a few rows are checked against float64 over
+  // all their keys.
+  const Dims n{1, 1, 32768, 32768, 16};
+  auto q = random_tensor<float>(1, 1, n.seq_q, n.head_dim);
+  auto k = random_tensor<float>(1, 1, n.seq_k, n.head_dim);
+  auto v = random_tensor<float>(1, 1, n.seq_k, n.head_dim);
+  auto o = poisoned_tensor<float>(1, 1, n.seq_q, n.head_dim);
+  const long before = peak_rss_kib();
+  rooftop::attention(Exec(), q, k, v, o, 0.25f, false);
+  Kokkos::fence();
+  const long grown_kib = peak_rss_kib() - before;
+  CHECK_MESSAGE(grown_kib < 64 * 1024, "peak resident set grew by ", grown_kib, " KiB");
+  const Host x = to_host(n, q, k, v, o);
+  for (const std::int64_t i : {std::int64_t{0}, std::int64_t{1}, std::int64_t{63}, std::int64_t{64}, std::int64_t{20011},
+                               n.seq_q - 1}) {
+    const std::string error = check_row<float>(x, 0.25f, false, 0, 0, i);
+    CHECK_MESSAGE(error.empty(), error);
+  }
+}
+
+TEST_CASE("attention_cost: 4 head_dim FLOPs per visible pair, Q K V read and O written once") {
+  const Cost full = attention_cost<float>(2, 8, 1024, 512, 64, false);
+  CHECK(full.flops == 4.0 * 2 * 8 * 1024 * 512 * 64);
+  CHECK(full.bytes == 4.0 * 2 * 8 * 64 * (2 * 1024 + 2 * 512));
+  CHECK(attention_cost<bf16>(2, 8, 1024, 512, 64, false).bytes == full.bytes / 2);
+  // Causal, top-left: query i sees min(i + 1, seq_k) keys.
+  CHECK(attention_cost<float>(1, 1, 100, 100, 8, true).flops == 4.0 * 8 * (100 * 101 / 2));
+  CHECK(attention_cost<float>(1, 1, 100, 40, 8, true).flops == 4.0 * 8 * (40 * 41 / 2 + 60 * 40));
+  CHECK(attention_cost<float>(1, 1, 40, 100, 8, true).flops == 4.0 * 8 * (40 * 41 / 2));
+}
+
+TEST_CASE("preconditions: attention names the op and extents") {
+  auto q = random_tensor<float>(1, 2, 13, 16), k = random_tensor<float>(1, 2, 20, 16), v = random_tensor<float>(1, 2, 20, 16);
+  auto o = poisoned_tensor<float>(1, 2, 13, 16);
+  CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), q, k, v, poisoned_tensor<float>(1, 2, 13, 15), 1.0f, false),
+                       "attention: Q is 1x2x13x16 but O is 1x2x13x15", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), q, k, random_tensor<float>(1, 2, 21, 16), o, 1.0f, false),
+                       "attention: K is 1x2x20x16 but V is 1x2x21x16", rooftop::Error);
+  auto k2 = random_tensor<float>(2, 2, 20, 16);
+  CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), q, k2, k2, o, 1.0f, false),
+                       "attention: Q is 1x2x13x16 but K is 2x2x20x16 (batch, heads and head_dim must match)", rooftop::Error);
+  auto k3 = random_tensor<float>(1, 3, 20, 16);
+  CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), q, k3, k3, o, 1.0f, false),
+                       "attention: Q is 1x2x13x16 but K is 1x3x20x16 (batch, heads and head_dim must match)", rooftop::Error);
+  auto k4 = random_tensor<float>(1, 2, 20, 8);
+  CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), q, k4, k4, o, 1.0f, true),
+                       "attention: Q is 1x2x13x16 but K is 1x2x20x8 (batch, heads and head_dim must match)", rooftop::Error);
+  auto wide = random_tensor<float>(1, 1, 3, 257);
+  CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), wide, wide, wide, poisoned_tensor<float>(1, 1, 3, 257), 1.0f, false),
+                       "attention: head_dim is 257, more than the 256 supported", rooftop::Error);
+  for (const double x : test::host(test::flat(o))) REQUIRE(std::isnan(x));
+}

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// gemm: every dtype, op = none/transpose, LayoutRight/LayoutLeft, batched; sizes 1, odd, not a
+// multiple of any tile, K = 0; beta = 0 never reads C (NaN in C does not propagate); both
+// drivers (the GPU one run here with small teams); preconditions.
+#include "common.hpp"
+
+#include "../benchmarks/reference.hpp"
+
+#include <rooftop/kernels/gemm.hpp>
+
+#include <cmath>
+#include <sstream>
+
+using namespace rooftop;
+using test::Exec;
+
+namespace {
+
+template <class T, class Layout>
+using Mat = Kokkos::View<T**, Layout, BackendMemory>;
+
+/// A rows x cols View of T with uniform values in [-1, 1) (through a contiguous rank-1 View).
+template <class T, class Layout>
+Mat<T, Layout> random_mat(std::int64_t rows, std::int64_t cols) {
+  Mat<T, Layout> m("m", rows, cols);
+  test::Vector<T> flat_values = test::random_vector<T>(rows * cols);
+  Kokkos::View<T*, BackendMemory, Kokkos::MemoryUnmanaged> flat(m.data(), m.size());
+  Kokkos::deep_copy(flat, flat_values);
+  return m;
+}
+
+/// Element (i, j) of a rank-2 or rank-3 (batch b) host View as float64.
+template <class H>
+double at(const H& h, std::int64_t b, std::int64_t i, std::int64_t j) {
+  using T = typename H::value_type;
+  if constexpr (H::rank == 3) {
+    return static_cast<double>(static_cast<compute_t<T>>(h(b, i, j)));
+  } else {
+    (void)b;
+    return static_cast<double>(static_cast<compute_t<T>>(h(i, j)));
+  }
+}
+
+/// Runs `call` (which computes C = alpha op(A) op(B) + beta C in place) and checks C against a
+/// float64 reference computed from the inputs and C's value before the call.
+template <class A, class B, class C, class Call>
+void check_gemm(Trans ta, const A& a, Trans tb, const B& b, const C& c, double alpha, double beta, const Call& call) {
+  using TC = typename C::value_type;
+  using Acc = compute_t<typename A::value_type>;
+  constexpr int r = static_cast<int>(C::rank);
+  const auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+  const auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
+  const auto hc0 = Kokkos::create_mirror(Kokkos::HostSpace(), c);  // a copy, even on the host
+  Kokkos::deep_copy(hc0, c);
+  call();
+  const auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c);
+  const std::int64_t batch = r == 3 ? static_cast<std::int64_t>(c.extent(0)) : 1;
+  const std::int64_t m = c.extent(r - 2), n = c.extent(r - 1);
+  const std::int64_t k = static_cast<std::int64_t>(ta == Trans::none ? a.extent(r - 1) : a.extent(r - 2));
+  for (std::int64_t bt = 0; bt < batch; ++bt)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const std::string error = reference::gemm_entry<Acc, TC>(
+            [&](std::int64_t kk) { return ta == Trans::none ? at(ha, bt, i, kk) : at(ha, bt, kk, i); },
+            [&](std::int64_t kk) { return tb == Trans::none ? at(hb, bt, kk, j) : at(hb, bt, j, kk); }, k, alpha, beta,
+            at(hc0, bt, i, j), at(hc, bt, i, j));
+        if (!error.empty()) {
+          std::ostringstream msg;
+          msg << "C(" << bt << ", " << i << ", " << j << ") " << error << " (m n k = " << m << " " << n << " " << k << ")";
+          FAIL(msg.str());
+        }
+      }
+}
+
+const std::vector<std::array<std::int64_t, 3>> shapes = {
+    {1, 1, 1}, {13, 7, 29}, {97, 130, 300}, {200, 3, 5}, {3, 200, 513}, {0, 5, 3}, {5, 0, 3}, {6, 17, 0}};
+
+/// Small tiles for running the GPU driver on the host: 1 x 1 teams (and 1 x 2, if the backend
+/// allows teams of two threads) with blocks that do not divide the test sizes.
+struct TinyTiles {
+  static constexpr int ty = 1, tx = 1, mr = 3, nr = 5, kc = 4;
+};
+struct PairTiles {
+  static constexpr int ty = 1, tx = 2, mr = 4, nr = 3, kc = 7;
+};
+
+/// An empty team body, to ask the backend how large a team may be.
+struct NoOp {
+  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<Exec>::member_type&) const {}
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("gemm matches float64 for every op, layout and size", T, ROOFTOP_DTYPES) {
+  for (const auto& shape : shapes)
+    for (Trans ta : {Trans::none, Trans::transpose})
+      for (Trans tb : {Trans::none, Trans::transpose}) {
+        const std::int64_t m = shape[0], n = shape[1], k = shape[2];  // (not a structured binding: C++17 lambdas cannot capture one)
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(static_cast<int>(ta));
+        CAPTURE(static_cast<int>(tb));
+        auto a = ta == Trans::none ? random_mat<T, Kokkos::LayoutRight>(m, k) : random_mat<T, Kokkos::LayoutRight>(k, m);
+        auto b = tb == Trans::none ? random_mat<T, Kokkos::LayoutLeft>(k, n) : random_mat<T, Kokkos::LayoutLeft>(n, k);
+        // beta = 0: C is poisoned and must not leak into the result.
+        Mat<T, Kokkos::LayoutRight> c("c", m, n);
+        fill_nan(Exec(), test::flat(c));
+        check_gemm(ta, a, tb, b, c, 1.0, 0.0, [&] { gemm(Exec(), ta, a, tb, b, c); });
+        // beta != 0 with a LayoutLeft C.
+        auto c2 = random_mat<T, Kokkos::LayoutLeft>(m, n);
+        check_gemm(ta, a, tb, b, c2, -0.5, 2.0, [&] { gemm(Exec(), ta, a, tb, b, c2, -0.5, 2.0); });
+      }
+}
+
+TEST_CASE_TEMPLATE("gemm: bf16/fp16 inputs with an fp32 C", T, rooftop::bf16, rooftop::fp16) {
+  auto a = random_mat<T, Kokkos::LayoutRight>(70, 301), b = random_mat<T, Kokkos::LayoutRight>(301, 45);
+  auto c = random_mat<float, Kokkos::LayoutRight>(70, 45);
+  check_gemm(Trans::none, a, Trans::none, b, c, 1.5, 1.0, [&] { gemm(Exec(), Trans::none, a, Trans::none, b, c, 1.5f, 1.0f); });
+}
+
+TEST_CASE_TEMPLATE("gemm strided batched", T, ROOFTOP_DTYPES) {
+  const std::int64_t batch = 3, m = 50, n = 37, k = 131;
+  Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory> a("a", batch, k, m), b("b", batch, k, n), c("c", batch, m, n);
+  fill_uniform(Exec(), test::flat(a), test::next_seed(), -1, 1);
+  fill_uniform(Exec(), test::flat(b), test::next_seed(), -1, 1);
+  fill_nan(Exec(), test::flat(c));
+  check_gemm(Trans::transpose, a, Trans::none, b, c, 1.0, 0.0, [&] { gemm(Exec(), Trans::transpose, a, Trans::none, b, c); });
+  // Every other batch entry of a larger View: a LayoutStride batch.
+  Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory> big("big", 2 * batch, m, n);
+  fill_uniform(Exec(), test::flat(big), test::next_seed(), -1, 1);
+  Kokkos::View<T***, Kokkos::LayoutStride, BackendMemory> every_other(
+      big.data(), Kokkos::LayoutStride(batch, 2 * m * n, m, n, n, 1));
+  check_gemm(Trans::transpose, a, Trans::none, b, every_other, 1.0, -1.0,
+             [&] { gemm(Exec(), Trans::transpose, a, Trans::none, b, every_other, 1.0, -1.0); });
+}
+
+TEST_CASE_TEMPLATE("gemm's GPU driver (register-blocked teams) on this backend", T, double, float, rooftop::bf16) {
+  using Acc = compute_t<T>;
+  auto run_with = [](auto tiles, Trans ta, const auto& a, Trans tb, const auto& b, const auto& c, Acc alpha, Acc beta) {
+    detail::gemm_checked(Exec(), ta, a, tb, b, c, alpha, beta, [](const Exec& e, const auto& p) {
+      detail::gemm_gpu<decltype(tiles)>(e, p);
+    });
+  };
+  const bool pairs = Kokkos::TeamPolicy<Exec>(Exec(), 1, Kokkos::AUTO).team_size_max(NoOp{}, Kokkos::ParallelForTag()) >= 2;
+  for (const auto& shape : shapes) {
+    const std::int64_t m = shape[0], n = shape[1], k = shape[2];
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    auto a = random_mat<T, Kokkos::LayoutRight>(m, k), b = random_mat<T, Kokkos::LayoutRight>(n, k);
+    Mat<T, Kokkos::LayoutRight> c("c", m, n);
+    fill_nan(Exec(), test::flat(c));
+    check_gemm(Trans::none, a, Trans::transpose, b, c, 1.0, 0.0,
+               [&] { run_with(TinyTiles{}, Trans::none, a, Trans::transpose, b, c, 1, 0); });
+    if (pairs) {
+      auto c2 = random_mat<T, Kokkos::LayoutRight>(m, n);
+      check_gemm(Trans::none, a, Trans::transpose, b, c2, 2.0, 0.5,
+                 [&] { run_with(PairTiles{}, Trans::none, a, Trans::transpose, b, c2, 2, 0.5); });
+    }
+  }
+}
+
+TEST_CASE("gemm: mismatched extents are an error naming them") {
+  auto a = random_mat<float, Kokkos::LayoutRight>(4, 5), b = random_mat<float, Kokkos::LayoutRight>(6, 7);
+  auto c = random_mat<float, Kokkos::LayoutRight>(4, 7);
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a, Trans::none, b, c), "gemm: A is 4x5 and B is 6x7: inner extents differ (5 vs 6)",
+                       rooftop::Error);
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::transpose, a, Trans::none, b, c),
+                       "gemm: A^T is 4x5 and B is 6x7: inner extents differ (4 vs 6)", rooftop::Error);
+  auto b2 = random_mat<float, Kokkos::LayoutRight>(5, 7);
+  auto c2 = random_mat<float, Kokkos::LayoutRight>(7, 4);
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a, Trans::none, b2, c2), "gemm: C is 7x4 but op(A) * op(B) is 4x7", rooftop::Error);
+  Kokkos::View<float***, BackendMemory> a3("a", 2, 4, 5), b3("b", 3, 5, 7), c3("c", 2, 4, 7);
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a3, Trans::none, b3, c3),
+                       "gemm: batch extents differ: A is 2x4x5, B is 3x5x7, C is 2x4x7", rooftop::Error);
+}

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// spmv: every dtype and both index types against float64 on Laplacians, random sparsity,
+// matrices with empty rows (generated and built by hand), 0 rows, 0 columns, 1x1, long rows;
+// alpha/beta (beta == 0 never reads y); the generators' structure and reproducibility;
+// preconditions.
+#include "common.hpp"
+
+#include "../benchmarks/spmv_ops.hpp"
+
+#include <rooftop/kernels/spmv.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace rooftop;
+using test::Exec;
+using test::host;
+
+namespace {
+
+using Memory = BackendMemory;
+
+/// y = alpha A x + beta y0 for fresh random x (and y0 unless beta == 0, where y starts as NaN)
+/// against float64.
+template <class T, class Index>
+void check_spmv(const Csr<T, Index, Memory>& A, double alpha = 1, double beta = 0) {
+  CAPTURE(A.rows);
+  CAPTURE(A.cols);
+  CAPTURE(A.nnz());
+  CAPTURE(sizeof(Index));
+  const auto x = test::random_vector<T>(A.cols);
+  const auto y = beta == 0 ? test::poisoned_vector<T>(A.rows) : test::random_vector<T>(A.rows);
+  const auto y0 = host(y);
+  if (alpha == 1 && beta == 0)
+    rooftop::spmv(Exec(), A, x, y);
+  else
+    rooftop::spmv(Exec(), alpha, A, x, beta, y);
+  auto ref = reference::spmv(A, host(x));
+  for (std::int64_t r = 0; r < A.rows; ++r) {
+    ref.want[r] = alpha * ref.want[r] + (beta == 0 ? 0.0 : beta * y0[r]);
+    ref.scale[r] = std::abs(alpha) * ref.scale[r] + (beta == 0 ? 0.0 : std::abs(beta * y0[r]));
+  }
+  const std::string error = reference::compare(host(y), ref.want, [&](std::size_t r) {
+    return reference::spmv_tolerance<T>(ref.want[r], ref.scale[r], ref.length[r]);
+  });
+  CHECK_MESSAGE(error.empty(), error);
+}
+
+/// A random (rows, cols) CSR built on the host: row lengths uniform in [0, most] (so some rows
+/// are empty; the first and last rows always are), distinct sorted columns, values in [-1, 1).
+template <class T, class Index>
+Csr<T, Index, Memory> host_random_csr(std::int64_t rows, std::int64_t cols, std::int64_t most, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<Index> row_ptr{0}, col_idx;
+  std::vector<double> values;
+  std::vector<Index> all(static_cast<std::size_t>(cols));
+  for (std::int64_t c = 0; c < cols; ++c) all[c] = static_cast<Index>(c);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t length = static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(std::min(most, cols) + 1));
+    if (r == 0 || r == rows - 1) length = 0;
+    std::shuffle(all.begin(), all.end(), gen);
+    std::vector<Index> row(all.begin(), all.begin() + length);
+    std::sort(row.begin(), row.end());
+    for (const Index c : row) {
+      col_idx.push_back(c);
+      values.push_back(std::uniform_real_distribution<double>(-1, 1)(gen));
+    }
+    row_ptr.push_back(static_cast<Index>(col_idx.size()));
+  }
+  return csr_from_host<T, Index, Memory>(rows, cols, row_ptr, col_idx, values);
+}
+
+template <class T, class Index>
+void check_all_matrices() {
+  const Exec exec;
+  for (const auto& [nx, ny] : std::vector<std::pair<std::int64_t, std::int64_t>>{{13, 7}, {1, 1}, {0, 5}, {1, 9}, {67, 33}})
+    check_spmv(laplacian_2d<T, Index>(exec, nx, ny));
+  for (const auto& g : std::vector<std::vector<std::int64_t>>{{5, 7, 9}, {1, 1, 1}, {3, 1, 2}, {64, 64, 61}})
+    check_spmv(laplacian_3d<T, Index>(exec, g[0], g[1], g[2]));
+  for (const auto& m : std::vector<std::vector<std::int64_t>>{
+           {13, 17, 5},     // small odd
+           {4096 + 77, 513, 27},
+           {7, 5000, 3001},  // long rows (many vector passes per row on GPUs)
+           {11, 9, 0},       // every row empty
+           {5, 5, 5},        // dense
+           {1, 1, 1},        // 1x1
+           {0, 10, 3},       // no rows
+           {6, 0, 0}})       // no columns: every row empty
+    check_spmv(random_csr<T, Index>(exec, m[0], m[1], m[2], test::next_seed()));
+  // Some rows empty, the rest of varying length, built by hand.
+  check_spmv(host_random_csr<T, Index>(13, 17, 6, test::next_seed()));
+  check_spmv(host_random_csr<T, Index>(2000 + 33, 301, 40, test::next_seed()));
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("spmv matches float64: Laplacians, random sparsity, empty rows, 0 rows, 1x1", T, ROOFTOP_DTYPES) {
+  check_all_matrices<T, std::int32_t>();
+  check_all_matrices<T, std::int64_t>();
+}
+
+TEST_CASE_TEMPLATE("spmv: y = alpha A x + beta y; beta == 0 never reads y", T, ROOFTOP_DTYPES) {
+  const Exec exec;
+  check_spmv(random_csr<T, std::int64_t>(exec, 301, 77, 9, test::next_seed()), -2.0, 0.5);
+  check_spmv(host_random_csr<T, std::int32_t>(99, 50, 8, test::next_seed()), 0.75, -1.0);
+  check_spmv(laplacian_3d<T, std::int32_t>(exec, 9, 8, 7), 3.0, 0.0);  // y starts NaN
+}
+
+TEST_CASE_TEMPLATE("spmv: a small matrix by hand, exact", T, ROOFTOP_DTYPES) {
+  // [ 1  0  2  0 ]
+  // [ 0  0  0  0 ]   (empty row)
+  // [ 0 -3  0  4 ]
+  // [ 0  0  0  0 ]   (empty last row)
+  const auto A = csr_from_host<T, std::int32_t, Memory>(4, 4, {0, 2, 2, 4, 4}, {0, 2, 1, 3}, {1, 2, -3, 4});
+  test::Vector<T> x("x", 4);
+  auto hx = Kokkos::create_mirror_view(x);
+  for (int i = 0; i < 4; ++i) hx(i) = T(static_cast<float>(i + 1));  // 1 2 3 4
+  Kokkos::deep_copy(x, hx);
+  auto y = test::poisoned_vector<T>(4);
+  rooftop::spmv(A, x, y);
+  CHECK(host(y) == std::vector<double>{7, 0, 10, 0});
+  rooftop::spmv(Exec(), 2.0, A, x, -1.0, y);  // 2 A x - y
+  CHECK(host(y) == std::vector<double>{7, 0, 10, 0});
+}
+
+TEST_CASE_TEMPLATE("laplacian_2d and laplacian_3d: stencil rows, Dirichlet boundary", T, ROOFTOP_DTYPES) {
+  for (const auto& g : std::vector<std::vector<std::int64_t>>{{1, 1, 1}, {2, 1, 1}, {5, 4, 1}, {13, 7, 1}, {5, 6, 7}, {1, 3, 4}}) {
+    const std::int64_t nx = g[0], ny = g[1], nz = g[2];
+    CAPTURE(nx);
+    CAPTURE(ny);
+    CAPTURE(nz);
+    const bool two_d = nz == 1 && (nx != 1 || ny != 1);  // (the 1x1x1 grid is checked as 3D)
+    const auto A = two_d ? laplacian_2d<T, std::int64_t>(Exec(), nx, ny) : laplacian_3d<T, std::int64_t>(Exec(), nx, ny, nz);
+    const double diag = two_d ? 4 : 6;
+    REQUIRE(A.rows == nx * ny * nz);
+    REQUIRE(A.cols == A.rows);
+    REQUIRE(A.nnz() == laplacian_3d_nnz(nx, ny, nz));
+    const auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.row_ptr);
+    const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.col_idx);
+    const auto v = host(A.values);
+    REQUIRE(p(0) == 0);
+    REQUIRE(p(A.rows) == A.nnz());
+    std::int64_t interior = 0;
+    for (std::int64_t k = 0; k < nz; ++k)
+      for (std::int64_t j = 0; j < ny; ++j)
+        for (std::int64_t i = 0; i < nx; ++i) {
+          const std::int64_t r = (k * ny + j) * nx + i;
+          // The expected row: the point and its neighbours inside the grid, ascending.
+          std::vector<std::int64_t> cols;
+          if (k > 0) cols.push_back(r - nx * ny);
+          if (j > 0) cols.push_back(r - nx);
+          if (i > 0) cols.push_back(r - 1);
+          cols.push_back(r);
+          if (i < nx - 1) cols.push_back(r + 1);
+          if (j < ny - 1) cols.push_back(r + nx);
+          if (k < nz - 1) cols.push_back(r + nx * ny);
+          REQUIRE(p(r + 1) - p(r) == static_cast<std::int64_t>(cols.size()));
+          double sum = 0;
+          for (std::int64_t e = p(r); e < p(r + 1); ++e) {
+            REQUIRE(c(e) == cols[e - p(r)]);
+            CHECK(v[e] == (c(e) == r ? diag : -1.0));
+            sum += v[e];
+          }
+          // Row sum: diag minus the neighbours present; 0 in the interior.
+          const bool inside = i > 0 && i < nx - 1 && j > 0 && j < ny - 1 && (two_d || (k > 0 && k < nz - 1));
+          CHECK(sum == diag - static_cast<double>(cols.size() - 1));
+          if (inside) {
+            CHECK(sum == 0.0);
+            ++interior;
+          }
+        }
+    if (nx >= 3 && ny >= 3 && (two_d || nz >= 3)) CHECK(interior > 0);
+  }
+}
+
+TEST_CASE_TEMPLATE("random_csr: distinct sorted columns in range, values in [-1, 1], reproducible", T, ROOFTOP_DTYPES) {
+  const std::uint64_t seed = test::next_seed();
+  for (const auto& m : std::vector<std::vector<std::int64_t>>{{13, 17, 5}, {500, 1000, 27}, {9, 6, 6}, {4, 3, 0}}) {
+    const std::int64_t rows = m[0], cols = m[1], k = m[2];
+    CAPTURE(rows);
+    CAPTURE(cols);
+    CAPTURE(k);
+    const auto A = random_csr<T, std::int32_t>(Exec(), rows, cols, k, seed);
+    REQUIRE(A.nnz() == rows * k);
+    const auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.row_ptr);
+    const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.col_idx);
+    const auto v = host(A.values);
+    bool in_range = true, ascending = true, bounded = true;
+    std::vector<std::int64_t> per_column(cols);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      REQUIRE(p(r) == r * k);
+      for (std::int64_t e = p(r); e < p(r + 1); ++e) {
+        in_range &= c(e) >= 0 && c(e) < cols;
+        ascending &= e == p(r) || c(e) > c(e - 1);  // strictly: distinct
+        bounded &= v[e] >= -1 && v[e] <= 1;  // [-1, 1) rounded to T: 1 in bf16/fp16
+        if (c(e) >= 0 && c(e) < cols) ++per_column[c(e)];
+      }
+    }
+    CHECK(in_range);
+    CHECK(ascending);
+    CHECK(bounded);
+    if (rows * k >= 1000) {  // spread over the columns, not clustered
+      CHECK(per_column.front() > 0);
+      CHECK(per_column.back() > 0);
+      CHECK(std::count(per_column.begin(), per_column.end(), 0) < cols / 10);
+    }
+    // The same seed gives the same matrix (in either index type); another seed another.
+    const auto again = random_csr<T, std::int64_t>(Exec(), rows, cols, k, seed);
+    const auto c2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), again.col_idx);
+    bool same = host(again.values) == v;
+    for (std::int64_t e = 0; e < A.nnz(); ++e) same &= c2(e) == c(e);
+    CHECK(same);
+    if (k > 0 && k < cols) {
+      const auto other = random_csr<T, std::int32_t>(Exec(), rows, cols, k, seed + 1);
+      const auto c3 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), other.col_idx);
+      bool differs = false;
+      for (std::int64_t e = 0; e < A.nnz(); ++e) differs |= c3(e) != c(e);
+      CHECK(differs);
+    }
+  }
+}
+
+TEST_CASE("spmv_cost: FLOPs 2 per entry; values, indices, row_ptr, x once, y written (and read with beta)") {
+  // 3D Laplacian of 4^3: 64 rows, 7*64 - 6*16 = 352 entries.
+  REQUIRE(laplacian_3d_nnz(4, 4, 4) == 352);
+  const Cost c = spmv_cost<double, std::int32_t>(64, 64, 352);
+  CHECK(c.flops == 704);
+  CHECK(c.bytes == 352 * 8 + 352 * 4 + 65 * 4 + 64 * 8 + 64 * 8);
+  const Cost h = spmv_cost<fp16, std::int64_t>(64, 64, 352, true);
+  CHECK(h.flops == 704 + 3 * 64);
+  CHECK(h.bytes == 352 * 2 + 352 * 8 + 65 * 8 + 64 * 2 + 2 * 64 * 2);
+}
+
+TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and extents") {
+  const auto A = random_csr<float, std::int32_t>(Exec(), 11, 12, 3, 1);
+  const auto x = test::random_vector<float>(12);
+  const auto y = test::poisoned_vector<float>(11);
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), A, test::random_vector<float>(13), y), "spmv: x is 13 but A has 12 columns",
+                       rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), A, x, test::poisoned_vector<float>(12)), "spmv: y is 12 but A has 11 rows",
+                       rooftop::Error);
+  auto bad = A;
+  bad.rows = 10;
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, test::poisoned_vector<float>(10)),
+                       "spmv: A has 10 rows but row_ptr is 12 (expected 11)", rooftop::Error);
+  bad = A;
+  bad.values = test::Vector<float>("values", 32);
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, y), "spmv: A's col_idx is 33 but values is 32", rooftop::Error);
+
+  CHECK_THROWS_WITH_AS((random_csr<float, std::int32_t>(Exec(), 5, 4, 5, 1)), "random_csr: 5 entries per row do not fit in 4 columns",
+                       rooftop::Error);
+  CHECK_THROWS_WITH_AS((random_csr<float, std::int32_t>(Exec(), 1 << 20, 4096, 4096, 1)),
+                       "random_csr: 1048576x4096 with 4294967296 entries exceeds the range of int32 indices", rooftop::Error);
+  CHECK_THROWS_WITH_AS((laplacian_3d<float, std::int32_t>(Exec(), 1000, 1000, 1000)),
+                       "laplacian_3d: 1000000000x1000000000 with 6994000000 entries exceeds the range of int32 indices",
+                       rooftop::Error);
+  CHECK_THROWS_WITH_AS((laplacian_2d<float, std::int32_t>(Exec(), -1, 3)),
+                       "laplacian_2d: grid extents must not be negative (-1x3x1)", rooftop::Error);
+
+  using V = std::vector<std::int32_t>;
+  CHECK_THROWS_WITH_AS((csr_from_host<float, std::int32_t, Memory>(2, 3, V{0, 1}, V{0}, {1.0})),
+                       "csr_from_host: row_ptr is 2 but the matrix has 2 rows (expected 3)", rooftop::Error);
+  CHECK_THROWS_WITH_AS((csr_from_host<float, std::int32_t, Memory>(2, 3, V{0, 1, 2}, V{0}, {1.0, 2.0})),
+                       "csr_from_host: col_idx is 1 but values is 2", rooftop::Error);
+  CHECK_THROWS_WITH_AS((csr_from_host<float, std::int32_t, Memory>(2, 3, V{0, 1, 1}, V{0, 1}, {1.0, 2.0})),
+                       "csr_from_host: row_ptr runs from 0 to 1 (expected 0 to 2)", rooftop::Error);
+  CHECK_THROWS_WITH_AS((csr_from_host<float, std::int32_t, Memory>(2, 3, V{0, 2, 2}, V{0, 3}, {1.0, 2.0})),
+                       "csr_from_host: col_idx(1) is 3, outside the 3 columns", rooftop::Error);
+  CHECK_THROWS_WITH_AS((csr_from_host<float, std::int32_t, Memory>(3, 3, V{0, 2, 1, 2}, V{0, 1}, {1.0, 2.0})),
+                       "csr_from_host: row_ptr(1) is 2 but row_ptr(2) is 1", rooftop::Error);
+}
