@@ -85,17 +85,17 @@ OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
   const std::int64_t b = s[0], h = s[1], seq = s[2], d = s[3];
   Tensor<T> q("rooftop::q", b, h, seq, d), k("rooftop::k", b, h, seq, d), v("rooftop::v", b, h, seq, d),
       o("rooftop::o", b, h, seq, d);
-  fill_uniform(exec, ml::flat(q), seed, -1, 1);
-  fill_uniform(exec, ml::flat(k), seed + 1, -1, 1);
-  fill_uniform(exec, ml::flat(v), seed + 2, -1, 1);
-  fill_nan(exec, ml::flat(o));
+  fill_uniform(exec, flat(q), seed, -1, 1);
+  fill_uniform(exec, flat(k), seed + 1, -1, 1);
+  fill_uniform(exec, flat(v), seed + 2, -1, 1);
+  fill_nan(exec, flat(o));
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   OpInstance op;
   op.cost = cost<T>(s);
   op.shape = s;
   op.run = [=] { rooftop::attention(exec, q, k, v, o, scale, false); };
   op.verify = [=]() -> std::string {
-    const auto hq = ml::to_host_flat(q), hk = ml::to_host_flat(k), hv = ml::to_host_flat(v), ho = ml::to_host_flat(o);
+    const auto hq = to_host_flat(q), hk = to_host_flat(k), hv = to_host_flat(v), ho = to_host_flat(o);
     const std::int64_t rows = b * h * seq;
     for (std::int64_t r = 0; r < std::min(rows, verified_rows); ++r) {
       const std::int64_t row = rows <= verified_rows ? r : r * (rows - 1) / (verified_rows - 1);

@@ -44,16 +44,15 @@ template <class T>
 OpInstance square(const Exec& exec, const Shape& shape, std::uint64_t seed) {
   const std::int64_t m = shape[0], n = shape[1], k = shape[2];
   Matrix<T> a("rooftop::a", m, k), b("rooftop::b", k, n), c("rooftop::c", m, n);
-  fill_uniform(exec, Vector<T>(a.data(), a.size()), seed, -1, 1);
-  fill_uniform(exec, Vector<T>(b.data(), b.size()), seed + 1, -1, 1);
-  fill_nan(exec, Vector<T>(c.data(), c.size()));  // beta = 0: must not leak into C
+  fill_uniform(exec, flat(a), seed, -1, 1);
+  fill_uniform(exec, flat(b), seed + 1, -1, 1);
+  fill_nan(exec, flat(c));  // beta = 0: must not leak into C
   OpInstance op;
   op.cost = gemm_cost<T>(m, n, k);
   op.shape = shape;
   op.run = [=] { rooftop::gemm(exec, Trans::none, a, Trans::none, b, c); };
   op.verify = [=]() -> std::string {
-    const auto ha = detail::to_host(Vector<T>(a.data(), a.size())), hb = detail::to_host(Vector<T>(b.data(), b.size()));
-    const auto hc = detail::to_host(Vector<T>(c.data(), c.size()));
+    const auto ha = to_host_flat(a), hb = to_host_flat(b), hc = to_host_flat(c);
     for (const auto& entry : checked_entries(m, n, k, seed)) {
       const std::int64_t i = entry.first, j = entry.second;  // (C++17 lambdas cannot capture structured bindings)
       const std::string error = reference::gemm_entry<compute_t<T>, T>([&](std::int64_t kk) { return ha[i * k + kk]; },

@@ -23,17 +23,6 @@ using Grid = Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory>;
 template <class T>
 using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory>;
 
-/// The elements of a contiguous View as a rank-1 View (same memory).
-template <class View>
-Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged> flat(const View& v) {
-  return Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged>(v.data(), v.size());
-}
-
-template <class View>
-std::vector<double> to_host_flat(const View& v) {
-  return detail::to_host(Vector<typename View::value_type>(flat(v)));
-}
-
 /// An op spec over all four dtypes; cost(tag, shape) and make(tag, exec, shape, seed) typed.
 template <class CostF, class MakeF>
 OpSpec spec(std::string name, CostF cost, MakeF make) {

@@ -21,17 +21,6 @@ namespace ml {
 template <class T>
 using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory>;
 
-/// The elements of a contiguous View as a rank-1 View (same memory).
-template <class View>
-Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged> flat(const View& v) {
-  return Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged>(v.data(), v.size());
-}
-
-template <class View>
-std::vector<double> to_host_flat(const View& v) {
-  return detail::to_host(Vector<typename View::value_type>(flat(v)));
-}
-
 /// Calls f(type_tag<T>) for the ML dtypes (fp32, bf16, fp16: math in fp32).
 template <class F>
 auto dispatch(DType d, F&& f) {

@@ -175,4 +175,16 @@ OpSpec spec(std::string name, std::function<Cost(DType, const Shape&)> cost, F m
 
 }  // namespace detail
 
+/// The elements of a contiguous View as a rank-1 View (same memory).
+template <class View>
+Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged> flat(const View& v) {
+  return Kokkos::View<typename View::value_type*, BackendMemory, Kokkos::MemoryUnmanaged>(v.data(), v.size());
+}
+
+/// The elements of a contiguous View as float64 on the host.
+template <class View>
+std::vector<double> to_host_flat(const View& v) {
+  return detail::to_host(Vector<typename View::value_type>(flat(v)));
+}
+
 }  // namespace rooftop::harness
