@@ -173,7 +173,10 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
         } else {
           for (; r < last; ++r) {
             C sum = 0;
-            for (std::int64_t e = row_ptr(r); e < row_ptr(r + 1); ++e) sum += C(values(e)) * C(x(col_idx(e)));
+            // An FMA chain, not sum += product: GCC 12 turns the latter into AVX2 gathers and an
+            // in-order vector reduction whose set-up costs more than a row of ~7 entries saves
+            // (fp32 3D Laplacian: ~20% slower measured); the FMA chain stays scalar.
+            for (std::int64_t e = row_ptr(r); e < row_ptr(r + 1); ++e) sum = compat::fma(C(values(e)), C(x(col_idx(e))), sum);
             write(r, sum);
           }
         }
