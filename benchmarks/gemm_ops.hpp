@@ -69,16 +69,11 @@ OpInstance square(const Exec& exec, const Shape& shape, std::uint64_t seed) {
 
 /// Appends gemm to the op table.
 inline void append_gemm_ops(std::vector<OpSpec>& t) {
-  using namespace detail;
-  OpSpec s;
-  s.name = "gemm";
-  s.dtypes = {DType::fp64, DType::fp32, DType::bf16, DType::fp16};
-  s.cost = [](DType d, const Shape& sh) {
-    return dispatch_dtype(d, [&](auto tag) { return gemm_cost<typename decltype(tag)::type>(sh[0], sh[1], sh[2]); });
-  };
-  s.make = [](const Exec& e, DType d, const Shape& sh, std::uint64_t seed) {
-    return dispatch_dtype(d, [&](auto tag) { return gemm_entry::square<typename decltype(tag)::type>(e, sh, seed); });
-  };
+  OpSpec s = detail::typed_spec(
+      "gemm", [](auto tag, const Shape& sh) { return gemm_cost<typename decltype(tag)::type>(sh[0], sh[1], sh[2]); },
+      [](auto tag, const Exec& e, const Shape& sh, std::uint64_t seed) {
+        return gemm_entry::square<typename decltype(tag)::type>(e, sh, seed);
+      });
   // Compute-bound: the shape is the problem size, not a working set. n = 2048 (48 MB of fp32)
   // is beyond the last-level cache; n = 512 fits it.
   s.shapes_at = [](DType, double working_set) {

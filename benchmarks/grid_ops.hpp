@@ -23,19 +23,6 @@ using Grid = Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory>;
 template <class T>
 using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory>;
 
-/// An op spec over all four dtypes; cost(tag, shape) and make(tag, exec, shape, seed) typed.
-template <class CostF, class MakeF>
-OpSpec spec(std::string name, CostF cost, MakeF make) {
-  OpSpec s;
-  s.name = std::move(name);
-  s.dtypes = {DType::fp64, DType::fp32, DType::bf16, DType::fp16};
-  s.cost = [cost](DType d, const Shape& shape) { return dispatch_dtype(d, [&](auto tag) { return cost(tag, shape); }); };
-  s.make = [make](const Exec& e, DType d, const Shape& shape, std::uint64_t seed) {
-    return dispatch_dtype(d, [&](auto tag) { return make(tag, e, shape, seed); });
-  };
-  return s;
-}
-
 constexpr double stencil_c0 = -0.3, stencil_c1 = 1.0 / 6;
 
 /// One sweep over an (nx, ny, nz) grid uniform in [-1, 1).
@@ -98,47 +85,31 @@ OpInstance transpose_instance(const Exec& exec, const Shape& s, std::uint64_t se
   return op;
 }
 
-/// The n with bytes_per_point * n^dims closest to `working_set`, at least 1.
-inline std::int64_t side_for(double working_set, double bytes_per_point, int dims) {
-  return std::max<std::int64_t>(1, std::llround(std::pow(working_set / bytes_per_point, 1.0 / dims)));
-}
-
 }  // namespace grid
 
 /// Appends the grid ops (stencil, transpose, transpose_naive) to the op table.
 inline void append_grid_ops(std::vector<OpSpec>& t) {
   using namespace grid;
   // stencil: a cubic grid whose compulsory bytes (read in, write out) are the working set.
-  OpSpec st = spec(
+  OpSpec st = detail::typed_spec(
       "stencil", [](auto tag, const Shape& s) { return stencil_cost<typename decltype(tag)::type>(s[0], s[1], s[2]); },
       [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
         return stencil_instance<typename decltype(tag)::type>(e, s, seed);
       });
-  st.shapes_at = [](DType d, double working_set) {
-    const double per_point = dispatch_dtype(d, [](auto tag) { return stencil_cost<typename decltype(tag)::type>(1, 1, 1).bytes; });
-    const std::int64_t n = side_for(working_set, per_point, 3);
-    return std::vector<Shape>{{n, n, n}};
-  };
-  st.shape_of_size = [](std::int64_t n) { return Shape{n, n, n}; };
+  detail::size_as_cube(st, 3);
   t.push_back(st);
 
   // transpose, tiled and naive: a square matrix whose compulsory bytes are the working set.
-  auto square = [](DType d, double working_set) {
-    const double per_element = dispatch_dtype(d, [](auto tag) { return transpose_cost<typename decltype(tag)::type>(1, 1).bytes; });
-    const std::int64_t n = side_for(working_set, per_element, 2);
-    return std::vector<Shape>{{n, n}};
-  };
   auto transpose_cost_of = [](auto tag, const Shape& s) { return transpose_cost<typename decltype(tag)::type>(s[0], s[1]); };
-  OpSpec tiled = spec("transpose", transpose_cost_of, [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
+  OpSpec tiled = detail::typed_spec("transpose", transpose_cost_of, [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
     return transpose_instance<typename decltype(tag)::type>(e, s, seed, [](const Exec& x, auto in, auto out) { rooftop::transpose(x, in, out); });
   });
-  OpSpec naive = spec("transpose_naive", transpose_cost_of, [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
+  OpSpec naive = detail::typed_spec("transpose_naive", transpose_cost_of, [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
     return transpose_instance<typename decltype(tag)::type>(e, s, seed,
                                                             [](const Exec& x, auto in, auto out) { rooftop::transpose_naive(x, in, out); });
   });
   for (OpSpec* s : {&tiled, &naive}) {
-    s->shapes_at = square;
-    s->shape_of_size = [](std::int64_t n) { return Shape{n, n}; };
+    detail::size_as_cube(*s, 2);
     t.push_back(*s);
   }
 }

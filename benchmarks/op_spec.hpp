@@ -168,6 +168,35 @@ OpSpec spec(std::string name, std::function<Cost(DType, const Shape&)> cost, F m
   return s;
 }
 
+/// An op spec over all four dtypes whose cost(tag, shape) and make(tag, exec, shape, seed) are
+/// typed (tag: type_tag<T>).
+template <class CostF, class MakeF>
+OpSpec typed_spec(std::string name, CostF cost, MakeF make) {
+  OpSpec s;
+  s.name = std::move(name);
+  s.dtypes = {DType::fp64, DType::fp32, DType::bf16, DType::fp16};
+  s.cost = [cost](DType d, const Shape& shape) { return dispatch_dtype(d, [&](auto tag) { return cost(tag, shape); }); };
+  s.make = [make](const Exec& e, DType d, const Shape& shape, std::uint64_t seed) {
+    return dispatch_dtype(d, [&](auto tag) { return make(tag, e, shape, seed); });
+  };
+  return s;
+}
+
+/// Sizes an op on an n^dims domain (a cubic grid, a square matrix): the sweep gets the n whose
+/// compulsory bytes are nearest the working set (at least 1), and `--sizes n` means n^dims.
+inline void size_as_cube(OpSpec& s, int dims) {
+  s.shapes_at = [cost = s.cost, dims](DType d, double working_set) {
+    auto bytes = [&](std::int64_t n) { return cost(d, Shape(dims, n)).bytes; };
+    // A first guess from the bytes of n = 1, then exact steps (bytes grow with n).
+    std::int64_t n = std::max<std::int64_t>(1, std::llround(std::pow(working_set / bytes(1), 1.0 / dims)));
+    while (n > 1 && bytes(n) > working_set) --n;
+    while (bytes(n + 1) <= working_set) ++n;
+    if (working_set - bytes(n) > bytes(n + 1) - working_set) ++n;
+    return std::vector<Shape>{Shape(dims, n)};
+  };
+  s.shape_of_size = [dims](std::int64_t n) { return Shape(dims, n); };
+}
+
 #define ROOFTOP_COST_OF(cost_fn)                                                                                   \
   [](DType d, const Shape& s) {                                                                                   \
     return dispatch_dtype(d, [&s](auto tag) { return cost_fn<typename decltype(tag)::type>(s[0]); });             \

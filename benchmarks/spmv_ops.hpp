@@ -87,23 +87,12 @@ OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
 /// Appends spmv to the op table: y = A x for the 7-point Laplacian of an n^3 grid (shape {n,
 /// n, n}), sized so that its compulsory bytes are about the working set.
 inline void append_spmv_ops(std::vector<OpSpec>& t) {
-  OpSpec s;
-  s.name = "spmv";
-  s.dtypes = {DType::fp64, DType::fp32, DType::bf16, DType::fp16};
-  s.cost = [](DType d, const Shape& shape) {
-    return dispatch_dtype(d, [&](auto tag) { return spmv_op::cost<typename decltype(tag)::type>(shape); });
-  };
-  s.make = [](const Exec& e, DType d, const Shape& shape, std::uint64_t seed) {
-    return dispatch_dtype(d, [&](auto tag) { return spmv_op::make<typename decltype(tag)::type>(e, shape, seed); });
-  };
-  s.shapes_at = [cost = s.cost](DType d, double working_set) -> std::vector<Shape> {
-    // The n whose bytes are nearest the working set (bytes grow as ~n^3).
-    std::int64_t n = 1;
-    while (cost(d, {n + 1, n + 1, n + 1}).bytes <= working_set) ++n;
-    if (working_set - cost(d, {n, n, n}).bytes > cost(d, {n + 1, n + 1, n + 1}).bytes - working_set) ++n;
-    return {{n, n, n}};
-  };
-  s.shape_of_size = [](std::int64_t n) { return Shape{n, n, n}; };
+  OpSpec s = detail::typed_spec(
+      "spmv", [](auto tag, const Shape& shape) { return spmv_op::cost<typename decltype(tag)::type>(shape); },
+      [](auto tag, const Exec& e, const Shape& shape, std::uint64_t seed) {
+        return spmv_op::make<typename decltype(tag)::type>(e, shape, seed);
+      });
+  detail::size_as_cube(s, 3);
   t.push_back(s);
 }
 

@@ -26,6 +26,7 @@
 #include "../core/parallel.hpp"
 #include "../core/reduction.hpp"
 #include "../core/types.hpp"
+#include "gemm.hpp"
 
 #include <cstdint>
 #include <limits>
@@ -154,14 +155,7 @@ KOKKOS_INLINE_FUNCTION void attention_product(const Team& team, std::int64_t row
         float sum[R][C];
         for (std::int64_t r = 0; r < R; ++r)
           for (std::int64_t j = 0; j < C; ++j) sum[r][j] = out_init(i0 + r, j0 + j);
-        for (std::int64_t c = 0; c < inner; ++c) {
-          const float* b_row = b + c * ldb + j0;
-          for (std::int64_t r = 0; r < R; ++r) {
-            const float a_rc = a[(i0 + r) * lda + c];
-            ROOFTOP_SIMD
-            for (std::int64_t j = 0; j < C; ++j) sum[r][j] = compat::fma(a_rc, b_row[j], sum[r][j]);
-          }
-        }
+        gemm_micro_kernel<R, C>(inner, a + i0 * lda, std::int64_t{1}, lda, b + j0, ldb, sum);
         for (std::int64_t r = 0; r < R; ++r)
           for (std::int64_t j = 0; j < C; ++j) out[(i0 + r) * ldo + j0 + j] = sum[r][j];
       }

@@ -84,15 +84,18 @@ KOKKOS_INLINE_FUNCTION void gemm_store(const CView& c, std::int64_t b, std::int6
   }
 }
 
-/// acc[i][j] += sum over k < kc of a[k * MR + i] * b[k * NR + j]: MR x NR independent FMA chains.
-template <int MR, int NR, class Acc>
-KOKKOS_FORCEINLINE_FUNCTION void gemm_micro_kernel(int kc, const Acc* a, const Acc* b, Acc (&acc)[MR][NR]) {
-  for (int k = 0; k < kc; ++k) {
+/// acc[i][j] += sum over k < kc of a[k * a_k + i * a_i] * b[k * b_k + j]: MR x NR independent
+/// FMA chains in registers (fixed trip counts: unrolled, the j loop vectorized). Packed gemm
+/// panels are a_k = MR, a_i = 1, b_k = NR; attention runs it on row-major tiles.
+template <int MR, int NR, class Acc, class Index>
+KOKKOS_FORCEINLINE_FUNCTION void gemm_micro_kernel(Index kc, const Acc* a, Index a_k, Index a_i, const Acc* b, Index b_k,
+                                                   Acc (&acc)[MR][NR]) {
+  for (Index k = 0; k < kc; ++k) {
     ROOFTOP_UNROLL
     for (int i = 0; i < MR; ++i) {
-      const Acc ai = a[k * MR + i];
-      ROOFTOP_UNROLL
-      for (int j = 0; j < NR; ++j) acc[i][j] = compat::fma(ai, b[k * NR + j], acc[i][j]);
+      const Acc ai = a[k * a_k + i * a_i];
+      ROOFTOP_SIMD
+      for (int j = 0; j < NR; ++j) acc[i][j] = compat::fma(ai, b[k * b_k + j], acc[i][j]);
     }
   }
 }
@@ -151,7 +154,7 @@ void gemm_cpu(const Exec& exec, const P& p) {
           Acc* c = &cs(ir * MR * NC + jr * NR);
           for (int i = 0; i < MR; ++i)
             for (int j = 0; j < NR; ++j) acc[i][j] = c[i * NC + j];
-          gemm_micro_kernel<MR, NR>(kc, &as(ir * MR * kc), &bs(jr * NR * kc), acc);
+          gemm_micro_kernel<MR, NR>(kc, &as(ir * MR * kc), MR, 1, &bs(jr * NR * kc), NR, acc);
           for (int i = 0; i < MR; ++i)
             for (int j = 0; j < NR; ++j) c[i * NC + j] = acc[i][j];
         }
