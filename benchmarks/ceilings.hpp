@@ -282,6 +282,18 @@ std::map<std::string, double> measure_transfer_bandwidth(const Exec& exec, bool 
   return out;
 }
 
+/// Measures the FP32 and FP64 peaks into c, keeping the better of the new and any earlier
+/// value: the harness calls it before the sweep and after every round, as it does the
+/// bandwidth ceilings, so a core that was busy elsewhere during one measurement cannot leave a
+/// compute roof below what the ops then attain.
+template <class Exec>
+void measure_compute_peaks(const Exec& exec, Ceilings& c, bool quick, const std::function<void(const std::string&)>& progress) {
+  progress("FP32 peak (FMA chains)");
+  c.peak_gflops_fp32 = std::max(c.peak_gflops_fp32, measure_peak_gflops<Exec, float>(exec, quick));
+  progress("FP64 peak (FMA chains)");
+  c.peak_gflops_fp64 = std::max(c.peak_gflops_fp64, measure_peak_gflops<Exec, double>(exec, quick));
+}
+
 /// Measures every ceiling, the bandwidth ones with `bandwidth`'s kernels. `progress` receives
 /// one line per step.
 template <class Exec>
@@ -290,10 +302,7 @@ Ceilings measure_ceilings(const Exec& exec, const BandwidthSampler<Exec>& bandwi
   Ceilings c;
   c.llc_bytes = bandwidth.llc_bytes();
   bandwidth.measure(c, quick, progress);
-  progress("FP32 peak (FMA chains)");
-  c.peak_gflops_fp32 = measure_peak_gflops<Exec, float>(exec, quick);
-  progress("FP64 peak (FMA chains)");
-  c.peak_gflops_fp64 = measure_peak_gflops<Exec, double>(exec, quick);
+  measure_compute_peaks(exec, c, quick, progress);
   progress("kernel launch overhead");
   c.launch_overhead_us = measure_launch_overhead_us(exec);
   const auto transfers = measure_transfer_bandwidth(exec, quick);

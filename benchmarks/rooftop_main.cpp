@@ -206,9 +206,12 @@ int run(Options opt) {
       std::snprintf(tag, sizeof tag, "[%zu/%zu]", k + 1, plan.size());
       print_row(tag, r);
     }
-    std::printf("\nMeasuring bandwidth ceilings again after round %d...\n", round + 1);
+    std::printf("\nMeasuring ceilings again after round %d...\n", round + 1);
     bandwidth.measure(ceilings, opt.quick, progress);
+    measure_compute_peaks(exec, ceilings, opt.quick, progress);
     print_bandwidth("(best so far)");
+    std::printf("Compute ceilings (best so far): FP32 %.1f GFLOP/s, FP64 %.1f GFLOP/s\n", ceilings.peak_gflops_fp32,
+                ceilings.peak_gflops_fp64);
     std::printf("\n");
   }
 
