@@ -47,22 +47,8 @@ struct Ceilings {
   }
 };
 
-/// Size of the last-level cache in bytes, from Linux's sysfs (sysconf is wrong on some VMs);
-/// 32 MiB if it cannot be read.
-inline double last_level_cache_bytes() {
-  double largest = 0;
-  for (int index = 0; index < 8; ++index) {
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
-    double value = 0;
-    std::string unit;
-    if (f >> value) {
-      std::getline(f, unit);
-      const double scale = unit == "K" ? 1024.0 : unit == "M" ? 1024.0 * 1024 : 1.0;
-      largest = std::max(largest, value * scale);
-    }
-  }
-  return largest > 0 ? largest : 32.0 * (1 << 20);
-}
+/// Size of the host's last-level cache in bytes (sysfs; 32 MiB if it cannot be read).
+inline double last_level_cache_bytes() { return static_cast<double>(cpu::last_level_cache_bytes()); }
 
 /// Working set (bytes) the harness uses for main memory: 8x the reported last-level cache, at
 /// least 256 MB, so at most an eighth of it can be served from cache.

@@ -21,15 +21,17 @@ namespace rooftop {
 enum class Gelu { tanh, erf };
 
 namespace detail {
-/// y(i) = f(x(i)) in fp32 for rank-1 x, y.
-template <class Exec, class X, class Y, class F>
+/// y(i) = f(x(i)) in fp32 for rank-1 x, y. `light`: f is a few instructions, so large outputs
+/// are worth streaming (see Stores).
+template <bool light, class Exec, class X, class Y, class F>
 void map_elements(const char* label, const char* op, const Exec& exec, const X& x, const Y& y, const F& f) {
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
   using T = typename Y::value_type;
   mandate_fp32_math<T>();
   require_same_shape(op, "x", x, "y", y);
-  Kokkos::parallel_for(label, elements(exec, y), KOKKOS_LAMBDA(const std::int64_t i) { y(i) = T(f(float(x(i)))); });
+  write_elements<light ? light_op_stores<T>() : Stores::plain>(label, exec, y,
+                                                               KOKKOS_LAMBDA(const std::int64_t i) { return T(f(float(x(i)))); });
 }
 
 /// y(r, c) = f(x(r, c) + bias(c), r, c) in fp32 for (rows, cols) x, y and (cols) bias.
@@ -101,7 +103,7 @@ constexpr Cost bias_cost(std::int64_t rows, std::int64_t cols, double flops) {
 /// y = max(x, 0) (NaN stays NaN). Throws rooftop::Error if the extents differ.
 template <class Exec, class X, class Y>
 void relu(const Exec& exec, const X& x, const Y& y) {
-  detail::map_elements("rooftop::relu", "relu", exec, x, y, detail::Relu{});
+  detail::map_elements<true>("rooftop::relu", "relu", exec, x, y, detail::Relu{});
 }
 template <class X, class Y>
 void relu(const X& x, const Y& y) { relu(typename Y::execution_space{}, x, y); }
@@ -115,7 +117,7 @@ constexpr Cost relu_cost(std::int64_t n) { return detail::unary_cost<T>(n, 1); }
 /// y = GELU(x), tanh form (default) or erf form. Throws rooftop::Error if the extents differ.
 template <class Exec, class X, class Y>
 void gelu(const Exec& exec, const X& x, const Y& y, Gelu form = Gelu::tanh) {
-  detail::with_gelu(form, [&](auto g) { detail::map_elements("rooftop::gelu", "gelu", exec, x, y, g); });
+  detail::with_gelu(form, [&](auto g) { detail::map_elements<false>("rooftop::gelu", "gelu", exec, x, y, g); });
 }
 template <class X, class Y>
 void gelu(const X& x, const Y& y, Gelu form = Gelu::tanh) { gelu(typename Y::execution_space{}, x, y, form); }
@@ -130,7 +132,7 @@ constexpr Cost gelu_cost(std::int64_t n) { return detail::unary_cost<T>(n, 8); }
 /// y = x * sigmoid(x). Throws rooftop::Error if the extents differ.
 template <class Exec, class X, class Y>
 void silu(const Exec& exec, const X& x, const Y& y) {
-  detail::map_elements("rooftop::silu", "silu", exec, x, y, detail::Silu{});
+  detail::map_elements<false>("rooftop::silu", "silu", exec, x, y, detail::Silu{});
 }
 template <class X, class Y>
 void silu(const X& x, const Y& y) { silu(typename Y::execution_space{}, x, y); }

@@ -93,8 +93,7 @@ void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t s
   detail::require_same_shape("dropout", "x", x, "y", y);
   detail::require_probability("dropout", p);
   const DropoutMask mask(p, seed, offset);
-  Kokkos::parallel_for("rooftop::dropout", detail::elements(exec, y),
-                       KOKKOS_LAMBDA(const std::int64_t i) { y(i) = T(mask.apply(float(x(i)), i)); });
+  detail::write_elements("rooftop::dropout", exec, y, KOKKOS_LAMBDA(const std::int64_t i) { return T(mask.apply(float(x(i)), i)); });
 }
 template <class X, class Y>
 void dropout(const X& x, const Y& y, double p, std::uint64_t seed, std::uint64_t offset = 0) {

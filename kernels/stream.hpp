@@ -30,6 +30,19 @@ void copy(const Exec& exec, const X& x, const Y& y) {
   mandate_output<Exec, Y, 1>();
   static_assert(std::is_same_v<typename X::non_const_value_type, typename Y::value_type>, "copy: x and y differ in value type");
   detail::require_same_shape("copy", "x", x, "y", y);
+  using T = typename Y::value_type;
+  if constexpr (detail::host_streams<Exec>) {
+    // Large contiguous copies on the host: streamed straight from x, no buffer.
+    const auto n = static_cast<std::int64_t>(y.extent(0));
+    if (x.stride(0) == 1 && y.stride(0) == 1 && detail::streams<Exec, T>(n)) {
+      const T* const from = x.data();
+      T* const to = y.data();
+      detail::for_each_streamed_chunk<T>("rooftop::copy", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
+        cpu::stream_bytes(to + lo, from + lo, static_cast<std::size_t>(hi - lo) * sizeof(T));
+      });
+      return;
+    }
+  }
   Kokkos::parallel_for("rooftop::copy", detail::elements(exec, y), KOKKOS_LAMBDA(const std::int64_t i) { y(i) = x(i); });
 }
 template <class X, class Y>
@@ -50,7 +63,7 @@ void scale(const Exec& exec, double alpha, const X& x, const Y& y) {
   using C = compute_t<T>;
   detail::require_same_shape("scale", "x", x, "y", y);
   const C a = static_cast<C>(alpha);
-  Kokkos::parallel_for("rooftop::scale", detail::elements(exec, y), KOKKOS_LAMBDA(const std::int64_t i) { y(i) = T(a * C(x(i))); });
+  detail::write_elements<detail::light_op_stores<T>()>("rooftop::scale", exec, y, KOKKOS_LAMBDA(const std::int64_t i) { return T(a * C(x(i))); });
 }
 template <class X, class Y>
 void scale(double alpha, const X& x, const Y& y) { scale(typename Y::execution_space{}, alpha, x, y); }
@@ -71,7 +84,7 @@ void add(const Exec& exec, const X& x, const Y& y, const Z& z) {
   using C = compute_t<T>;
   detail::require_same_shape("add", "x", x, "y", y);
   detail::require_same_shape("add", "x", x, "z", z);
-  Kokkos::parallel_for("rooftop::add", detail::elements(exec, z), KOKKOS_LAMBDA(const std::int64_t i) { z(i) = T(C(x(i)) + C(y(i))); });
+  detail::write_elements<detail::light_op_stores<T>()>("rooftop::add", exec, z, KOKKOS_LAMBDA(const std::int64_t i) { return T(C(x(i)) + C(y(i))); });
 }
 template <class X, class Y, class Z>
 void add(const X& x, const Y& y, const Z& z) { add(typename Z::execution_space{}, x, y, z); }
@@ -93,8 +106,7 @@ void triad(const Exec& exec, double alpha, const X& x, const Y& y, const Z& z) {
   detail::require_same_shape("triad", "x", x, "y", y);
   detail::require_same_shape("triad", "x", x, "z", z);
   const C a = static_cast<C>(alpha);
-  Kokkos::parallel_for("rooftop::triad", detail::elements(exec, z),
-                       KOKKOS_LAMBDA(const std::int64_t i) { z(i) = T(C(x(i)) + a * C(y(i))); });
+  detail::write_elements<detail::light_op_stores<T>()>("rooftop::triad", exec, z, KOKKOS_LAMBDA(const std::int64_t i) { return T(C(x(i)) + a * C(y(i))); });
 }
 template <class X, class Y, class Z>
 void triad(double alpha, const X& x, const Y& y, const Z& z) { triad(typename Z::execution_space{}, alpha, x, y, z); }

@@ -6,6 +6,7 @@
 #include <rooftop/core/backend.hpp>
 #include <rooftop/core/random.hpp>
 #include <rooftop/core/reduction.hpp>
+#include <rooftop/backends/cpu/streaming_store.hpp>
 #include <rooftop/core/types.hpp>
 
 #include <doctest/doctest.h>
@@ -37,6 +38,19 @@ inline const std::vector<std::int64_t> sizes = {0, 1, 13, 4096 * 3 + 77, (1 << 2
 
 template <class T>
 using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory>;
+
+/// Host kernels stream outputs above rooftop::streaming_store_threshold(), which the test sizes
+/// stay below; a test runs its body once per store path, every output streamed in the second.
+inline const std::vector<std::size_t> store_thresholds = {SIZE_MAX, 0};
+
+/// Sets the streaming-store threshold for a scope.
+struct StreamingThreshold {
+  std::size_t saved = rooftop::streaming_store_threshold();
+  explicit StreamingThreshold(std::size_t bytes) { rooftop::set_streaming_store_threshold(bytes); }
+  ~StreamingThreshold() { rooftop::set_streaming_store_threshold(saved); }
+  StreamingThreshold(const StreamingThreshold&) = delete;
+  StreamingThreshold& operator=(const StreamingThreshold&) = delete;
+};
 
 /// Row-wise ops are tested at these row lengths (cols): one, small odd, not a multiple of any
 /// lane count, and a long row.

@@ -29,9 +29,12 @@ void check_unary(const std::vector<double>& x, const std::vector<double>& y, Ref
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("relu, gelu (tanh and erf), silu match float64", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("relu, gelu (tanh and erf), silu match float64 (plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
+  for (const std::size_t threshold : test::store_thresholds)
   for (const std::int64_t n : test::sizes) {
+    CAPTURE(threshold);
     CAPTURE(n);
+    test::StreamingThreshold stores(threshold);
     // [-12, 12): the activations' bends and tails (gelu(-12) ~ 1e-32, subnormal-free in fp32).
     auto x = test::random_vector<T>(n, -12, 12);
     const auto hx = host(x);

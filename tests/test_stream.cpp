@@ -31,10 +31,13 @@ void check_elementwise(const std::vector<double>& x, const std::vector<double>& 
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("copy, scale, add, triad match float64", T, ROOFTOP_DTYPES) {
+TEST_CASE_TEMPLATE("copy, scale, add, triad match float64 (plain and streaming stores)", T, ROOFTOP_DTYPES) {
   const double alpha = -1.75;
+  for (const std::size_t threshold : test::store_thresholds)
   for (const std::int64_t n : test::sizes) {
+    CAPTURE(threshold);
     CAPTURE(n);
+    test::StreamingThreshold stores(threshold);
     auto x = test::random_vector<T>(n), y = test::random_vector<T>(n);
     const auto hx = host(x), hy = host(y);
     auto abs1 = [](double a, double) { return std::abs(a); };
@@ -89,20 +92,38 @@ TEST_CASE_TEMPLATE("dot of small integers is exact (no element dropped or counte
   }
 }
 
-TEST_CASE_TEMPLATE("outputs may alias inputs; strided Views work", T, ROOFTOP_DTYPES) {
+TEST_CASE_TEMPLATE("outputs may alias inputs; strided and misaligned Views work", T, ROOFTOP_DTYPES) {
   const std::int64_t n = 1001;
-  auto x = test::random_vector<T>(n), y = test::random_vector<T>(n);
-  const auto hx = host(x), hy = host(y);
-  rooftop::triad(Exec(), 2.0, x, y, x);  // x = x + 2 y in place
-  check_elementwise<T>(hx, hy, host(x), [](double a, double b) { return a + 2 * b; },
-                       [](double a, double b) { return std::abs(a) + std::abs(2 * b); });
+  for (const std::size_t threshold : test::store_thresholds) {
+    CAPTURE(threshold);
+    test::StreamingThreshold stores(threshold);
+    auto x = test::random_vector<T>(n), y = test::random_vector<T>(n);
+    const auto hx = host(x), hy = host(y);
+    rooftop::triad(Exec(), 2.0, x, y, x);  // x = x + 2 y in place
+    check_elementwise<T>(hx, hy, host(x), [](double a, double b) { return a + 2 * b; },
+                         [](double a, double b) { return std::abs(a) + std::abs(2 * b); });
 
-  // Every other element of a (n, 2) LayoutRight matrix: a strided rank-1 View.
-  Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory> m("m", n, 2);
-  auto column = Kokkos::subview(m, Kokkos::ALL, 1);
-  rooftop::copy(Exec(), y, column);
-  CHECK(host(column) == hy);
-  CHECK(host(Kokkos::subview(m, Kokkos::ALL, 0)) == std::vector<double>(n, 0.0));  // untouched
+    // Every other element of a (n, 2) LayoutRight matrix: a strided rank-1 View.
+    Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory> m("m", n, 2);
+    auto column = Kokkos::subview(m, Kokkos::ALL, 1);
+    rooftop::copy(Exec(), y, column);
+    CHECK(host(column) == hy);
+    CHECK(host(Kokkos::subview(m, Kokkos::ALL, 0)) == std::vector<double>(n, 0.0));  // untouched
+
+    // Contiguous Views that start one element past an aligned allocation (a streamed output's
+    // head and tail are plain stores); the elements around them stay untouched.
+    auto whole = test::Vector<T>("whole", n + 2);
+    auto inner = Kokkos::subview(whole, std::make_pair(std::int64_t{1}, n + 1));
+    auto y_inner = Kokkos::subview(y, std::make_pair(std::int64_t{0}, n));
+    rooftop::copy(Exec(), y_inner, inner);
+    CHECK(host(inner) == hy);
+    rooftop::scale(Exec(), 2.0, y, inner);
+    check_elementwise<T>(hy, {}, host(inner), [](double a, double) { return 2 * a; },
+                         [](double a, double) { return std::abs(2 * a); });
+    const auto hw = host(whole);
+    CHECK(hw.front() == 0.0);
+    CHECK(hw.back() == 0.0);
+  }
 }
 
 TEST_CASE("default execution space overloads") {

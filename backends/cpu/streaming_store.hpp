@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Streaming (non-temporal) stores for CPU kernels whose output is larger than the cache.
+///
+/// A plain store to a line that is not in cache first reads the line (read for ownership), so
+/// an op that writes n bytes to main memory moves 2n bytes over the memory bus for them, and
+/// the line then evicts something useful. A streaming store writes whole lines through
+/// write-combining buffers without reading them. Measured on the 2-core Zen 3 VM with 128 MiB
+/// arrays: copy 27-30 GB/s with plain stores, 34-39 GB/s with streaming ones, relu fp32 28 vs
+/// 36-39 GB/s. Below the cache size streaming stores lose: the next kernel would find its
+/// input in cache, and a streamed line goes to memory.
+///
+/// Host kernels write through `stream_bytes` from a small buffer in L1 (the compiler
+/// vectorizes the loop that fills it), then `stream_fence` once per work item: streaming
+/// stores are weakly ordered, and the fence makes them visible before the kernel ends.
+/// On hosts without SSE2 both fall back to plain stores.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#if (defined(__SSE2__) || defined(_M_X64)) && !defined(__CUDA_ARCH__)
+#include <immintrin.h>
+#define ROOFTOP_HAS_STREAMING_STORES 1
+#endif
+
+namespace rooftop {
+
+namespace cpu {
+
+/// Size of the host's largest cache in bytes, from Linux's sysfs (sysconf is wrong on some
+/// VMs); 32 MiB if it cannot be read.
+inline std::size_t last_level_cache_bytes() {
+  static const std::size_t bytes = [] {
+    double largest = 0;
+    for (int index = 0; index < 8; ++index) {
+      std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+      double value = 0;
+      std::string unit;
+      if (f >> value) {
+        std::getline(f, unit);
+        const double scale = unit == "K" ? 1024.0 : unit == "M" ? 1024.0 * 1024 : 1.0;
+        largest = std::max(largest, value * scale);
+      }
+    }
+    return largest > 0 ? static_cast<std::size_t>(largest) : std::size_t{32} << 20;
+  }();
+  return bytes;
+}
+
+inline std::atomic<std::size_t>& streaming_threshold() {
+  static std::atomic<std::size_t> bytes{last_level_cache_bytes() / 2};
+  return bytes;
+}
+
+/// Whether this host has streaming stores (x86 with SSE2); without them outputs are written
+/// with plain stores whatever the threshold.
+inline constexpr bool has_streaming_stores =
+#if defined(ROOFTOP_HAS_STREAMING_STORES)
+    true;
+#else
+    false;
+#endif
+
+/// Copies n bytes from src to dst: streaming stores for the 16-byte-aligned middle of dst,
+/// plain stores for the ends.
+inline void stream_bytes(void* dst, const void* src, std::size_t n) {
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+#if defined(ROOFTOP_HAS_STREAMING_STORES)
+  std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & 15;
+  head = std::min(head, n);
+  std::memcpy(d, s, head);
+  std::size_t i = head;
+#if defined(__AVX__)
+  if ((reinterpret_cast<std::uintptr_t>(d + i) & 31) != 0 && i + 16 <= n) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    i += 16;
+  }
+  for (; i + 32 <= n; i += 32)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+#endif
+  for (; i + 16 <= n; i += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+  std::memcpy(d + i, s + i, n - i);
+#else
+  std::memcpy(d, s, n);
+#endif
+}
+
+/// Writes the 32 bytes at src to the 32-byte-aligned dst with a streaming store.
+inline void stream_32(void* dst, const void* src) {
+#if defined(ROOFTOP_HAS_STREAMING_STORES) && defined(__AVX__)
+  _mm256_stream_si256(static_cast<__m256i*>(dst), _mm256_load_si256(static_cast<const __m256i*>(src)));
+#elif defined(ROOFTOP_HAS_STREAMING_STORES)
+  _mm_stream_si128(static_cast<__m128i*>(dst), _mm_load_si128(static_cast<const __m128i*>(src)));
+  _mm_stream_si128(static_cast<__m128i*>(dst) + 1, _mm_load_si128(static_cast<const __m128i*>(src) + 1));
+#else
+  std::memcpy(dst, src, 32);
+#endif
+}
+
+/// Orders this thread's streaming stores before everything it does next.
+inline void stream_fence() {
+#if defined(ROOFTOP_HAS_STREAMING_STORES)
+  _mm_sfence();
+#endif
+}
+
+}  // namespace cpu
+
+/// Host kernels write outputs of at least this many bytes with streaming stores (default: half
+/// the last-level cache, where plain stores would start to evict their own output). A pipeline
+/// whose next kernel reads a large output straight back from cache may raise it; 0 streams
+/// every output (tests use it to cover that path at small sizes). No effect on GPUs.
+inline std::size_t streaming_store_threshold() { return cpu::streaming_threshold().load(std::memory_order_relaxed); }
+inline void set_streaming_store_threshold(std::size_t bytes) {
+  cpu::streaming_threshold().store(bytes, std::memory_order_relaxed);
+}
+
+}  // namespace rooftop
