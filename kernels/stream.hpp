@@ -63,7 +63,8 @@ void scale(const Exec& exec, double alpha, const X& x, const Y& y) {
   using C = compute_t<T>;
   detail::require_same_shape("scale", "x", x, "y", y);
   const C a = static_cast<C>(alpha);
-  detail::write_elements<detail::light_op_stores<T>()>("rooftop::scale", exec, y, KOKKOS_LAMBDA(const std::int64_t i) { return T(a * C(x(i))); });
+  detail::write_elements<detail::light_op_stores<T>()>("rooftop::scale", exec, y,
+                                                       KOKKOS_LAMBDA(const std::int64_t i) { return T(a * C(x(i))); });
 }
 template <class X, class Y>
 void scale(double alpha, const X& x, const Y& y) { scale(typename Y::execution_space{}, alpha, x, y); }
@@ -84,7 +85,8 @@ void add(const Exec& exec, const X& x, const Y& y, const Z& z) {
   using C = compute_t<T>;
   detail::require_same_shape("add", "x", x, "y", y);
   detail::require_same_shape("add", "x", x, "z", z);
-  detail::write_elements<detail::light_op_stores<T>()>("rooftop::add", exec, z, KOKKOS_LAMBDA(const std::int64_t i) { return T(C(x(i)) + C(y(i))); });
+  detail::write_elements<detail::light_op_stores<T>()>("rooftop::add", exec, z,
+                                                       KOKKOS_LAMBDA(const std::int64_t i) { return T(C(x(i)) + C(y(i))); });
 }
 template <class X, class Y, class Z>
 void add(const X& x, const Y& y, const Z& z) { add(typename Z::execution_space{}, x, y, z); }
@@ -106,7 +108,8 @@ void triad(const Exec& exec, double alpha, const X& x, const Y& y, const Z& z) {
   detail::require_same_shape("triad", "x", x, "y", y);
   detail::require_same_shape("triad", "x", x, "z", z);
   const C a = static_cast<C>(alpha);
-  detail::write_elements<detail::light_op_stores<T>()>("rooftop::triad", exec, z, KOKKOS_LAMBDA(const std::int64_t i) { return T(C(x(i)) + a * C(y(i))); });
+  detail::write_elements<detail::light_op_stores<T>()>("rooftop::triad", exec, z,
+                                                       KOKKOS_LAMBDA(const std::int64_t i) { return T(C(x(i)) + a * C(y(i))); });
 }
 template <class X, class Y, class Z>
 void triad(double alpha, const X& x, const Y& y, const Z& z) { triad(typename Z::execution_space{}, alpha, x, y, z); }

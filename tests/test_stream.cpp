@@ -120,6 +120,9 @@ TEST_CASE_TEMPLATE("outputs may alias inputs; strided and misaligned Views work"
     rooftop::scale(Exec(), 2.0, y, inner);
     check_elementwise<T>(hy, {}, host(inner), [](double a, double) { return 2 * a; },
                          [](double a, double) { return std::abs(2 * a); });
+    const auto scaled = host(inner);
+    rooftop::copy(Exec(), inner, inner);  // in place
+    CHECK(host(inner) == scaled);
     const auto hw = host(whole);
     CHECK(hw.front() == 0.0);
     CHECK(hw.back() == 0.0);

@@ -67,15 +67,15 @@ inline constexpr bool has_streaming_stores =
     false;
 #endif
 
-/// Copies n bytes from src to dst: streaming stores for the 16-byte-aligned middle of dst,
-/// plain stores for the ends.
+/// Copies n bytes from src to dst (the same bytes, or not overlapping at all): streaming stores
+/// for the 16-byte-aligned middle of dst, plain stores for the ends.
 inline void stream_bytes(void* dst, const void* src, std::size_t n) {
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
 #if defined(ROOFTOP_HAS_STREAMING_STORES)
   std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & 15;
   head = std::min(head, n);
-  std::memcpy(d, s, head);
+  std::memmove(d, s, head);  // memmove: copy may run in place (d == s)
   std::size_t i = head;
 #if defined(__AVX__)
   if ((reinterpret_cast<std::uintptr_t>(d + i) & 31) != 0 && i + 16 <= n) {
@@ -87,21 +87,9 @@ inline void stream_bytes(void* dst, const void* src, std::size_t n) {
 #endif
   for (; i + 16 <= n; i += 16)
     _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
-  std::memcpy(d + i, s + i, n - i);
+  std::memmove(d + i, s + i, n - i);
 #else
-  std::memcpy(d, s, n);
-#endif
-}
-
-/// Writes the 32 bytes at src to the 32-byte-aligned dst with a streaming store.
-inline void stream_32(void* dst, const void* src) {
-#if defined(ROOFTOP_HAS_STREAMING_STORES) && defined(__AVX__)
-  _mm256_stream_si256(static_cast<__m256i*>(dst), _mm256_load_si256(static_cast<const __m256i*>(src)));
-#elif defined(ROOFTOP_HAS_STREAMING_STORES)
-  _mm_stream_si128(static_cast<__m128i*>(dst), _mm_load_si128(static_cast<const __m128i*>(src)));
-  _mm_stream_si128(static_cast<__m128i*>(dst) + 1, _mm_load_si128(static_cast<const __m128i*>(src) + 1));
-#else
-  std::memcpy(dst, src, 32);
+  std::memmove(d, s, n);
 #endif
 }
 
