@@ -41,14 +41,11 @@ Kokkos::RangePolicy<Exec> elements(const Exec& exec, const View& v) {
 template <class Exec>
 inline constexpr bool host_streams = cpu::has_streaming_stores && std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
 
-/// Whether a host kernel writes `count` contiguous elements of T with streaming stores.
-template <class Exec, class T>
+/// Whether a host kernel (where host_streams) writes `count` contiguous elements of T with
+/// streaming stores.
+template <class T>
 bool streams(std::int64_t count) {
-  if constexpr (host_streams<Exec>) {
-    return count > 0 && static_cast<std::size_t>(count) * sizeof(T) >= streaming_store_threshold();
-  } else {
-    return false;
-  }
+  return count > 0 && static_cast<std::size_t>(count) * sizeof(T) >= streaming_store_threshold();
 }
 
 /// Runs chunk(lo, hi) over [0, n) in 32 KB chunks of T, one work item each, fencing the
@@ -99,7 +96,7 @@ void write_elements(const char* label, const Exec& exec, const Out& out, const V
   using T = typename Out::value_type;
   if constexpr (host_streams<Exec> && stores == Stores::streamed_when_large) {
     const auto n = static_cast<std::int64_t>(out.extent(0));
-    if (out.stride(0) == 1 && streams<Exec, T>(n)) {
+    if (out.stride(0) == 1 && streams<T>(n)) {
       T* const data = out.data();
       for_each_streamed_chunk<T>(label, exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
         stream_values(data + lo, hi - lo, [&](const std::int64_t j) { return value(lo + j); });

@@ -34,7 +34,7 @@ void copy(const Exec& exec, const X& x, const Y& y) {
   if constexpr (detail::host_streams<Exec>) {
     // Large contiguous copies on the host: streamed straight from x, no buffer.
     const auto n = static_cast<std::int64_t>(y.extent(0));
-    if (x.stride(0) == 1 && y.stride(0) == 1 && detail::streams<Exec, T>(n)) {
+    if (x.stride(0) == 1 && y.stride(0) == 1 && detail::streams<T>(n)) {
       const T* const from = x.data();
       T* const to = y.data();
       detail::for_each_streamed_chunk<T>("rooftop::copy", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
