@@ -26,32 +26,63 @@ KOKKOS_FORCEINLINE_FUNCTION double select(bool c, double a, double b) {
   return compat::bit_cast<double>((compat::bit_cast<std::uint64_t>(a) & mask) | (compat::bit_cast<std::uint64_t>(b) & ~mask));
 }
 
+namespace detail {
+/// 2^r for r in [-1/2, 1/2]: the degree-5 minimax polynomial, relative error 7.5e-8 (0.63 ulp)
+/// before fp32 rounding.
+KOKKOS_FORCEINLINE_FUNCTION float exp2_poly(float r) {
+  float p = 0x1.5c08e6p-10f;
+  p = compat::fma(p, r, 0x1.3d0c52p-7f);
+  p = compat::fma(p, r, 0x1.c6b6e4p-5f);
+  p = compat::fma(p, r, 0x1.ebf918p-3f);
+  p = compat::fma(p, r, 0x1.62e42ap-1f);
+  return compat::fma(p, r, 0x1.000002p+0f);
+}
+
+/// p * 2^n where t = n + 1.5 * 2^23 in float (n an integer, so n sits in t's low mantissa
+/// bits) and p in [1/sqrt 2, sqrt 2]: adds n to p's exponent field. Shifting t's bits left by
+/// 23 leaves exactly n << 23 (the bits of 1.5 * 2^23 shift out), in unsigned arithmetic: no
+/// overflow, no out-of-range float-to-int conversion. A normal float for n in [-125, 127].
+KOKKOS_FORCEINLINE_FUNCTION float scale_by_pow2(float p, float t) {
+  return compat::bit_cast<float>(compat::bit_cast<std::uint32_t>(p) + (compat::bit_cast<std::uint32_t>(t) << 23));
+}
+
+/// Adding and subtracting 1.5 * 2^23 rounds a float of magnitude < 2^22 to the nearest integer.
+constexpr float round_magic = 12582912.0f;
+}  // namespace detail
+
+/// 2^z for z in [-125, 127] (relative error within 3 ulp); outside that range the result is
+/// meaningless and callers replace it (see exp, sigmoid_times). For arguments the caller has
+/// computed anyway (softmax's scaled differences, GELU's cubic), working in base 2 saves the
+/// reduction of exp's argument.
+KOKKOS_FORCEINLINE_FUNCTION float exp2_in_range(float z) {
+  const float t = z + detail::round_magic;
+  return detail::scale_by_pow2(detail::exp2_poly(z - (t - detail::round_magic)), t);  // z - n: exact
+}
+
+/// log2(e) in float, for callers of exp2_in_range.
+constexpr float log2e = 1.44269504f;
+
 /// e^x for float, within 3 ulp of the true value for results >= 2^-125; smaller results
-/// (x < -87) are flushed to +0. e^-Inf = 0, e^Inf = Inf, overflow gives Inf, NaN stays NaN.
+/// (x < -86.6) are flushed to +0. e^-Inf = 0, e^Inf = Inf, overflow gives Inf, NaN stays NaN.
 KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
   // x = n ln2 + r with |r| <= ln2/2 (Cody-Waite: ln2 split in a part exact in a product with
-  // n and a correction). Adding and subtracting 1.5 * 2^23 rounds to the nearest integer.
-  // Outside [-87, 88.72] n is meaningless, and the selects at the end decide the result.
-  constexpr float magic = 12582912.0f;
-  const float t = x * 1.44269504f + magic;
-  const float n = t - magic;
+  // n and a correction), so r is accurate for large |x| too; then e^r = 2^(r log2 e).
+  // Outside [-86.6, 88.72] n is meaningless, and the selects at the end decide the result.
+  const float t = x * log2e + detail::round_magic;
+  const float n = t - detail::round_magic;
   float r = compat::fma(n, -0.693145751953125f, x);
   r = compat::fma(n, -1.428606765330187e-6f, r);
-  // e^r by its Taylor polynomial to degree 6: truncation error < 1.3e-7 relative (1 ulp) for
-  // |r| <= 0.35.
-  float p = 1.0f / 720;
-  p = compat::fma(p, r, 1.0f / 120);
-  p = compat::fma(p, r, 1.0f / 24);
-  p = compat::fma(p, r, 1.0f / 6);
-  p = compat::fma(p, r, 0.5f);
-  p = compat::fma(p, r, 1.0f);
-  p = compat::fma(p, r, 1.0f);
-  // Multiply by 2^n by adding n to the exponent field. n as an integer is in t's low mantissa
-  // bits (unsigned arithmetic: no overflow, no out-of-range float-to-int conversion); in
-  // [-126, 128] the result is a normal float, and for NaN x, p is NaN and stays NaN.
-  const std::uint32_t n_bits = compat::bit_cast<std::uint32_t>(t) - compat::bit_cast<std::uint32_t>(magic);
-  const float y = compat::bit_cast<float>(compat::bit_cast<std::uint32_t>(p) + (n_bits << 23));
-  return select(x < -87.0f, 0.0f, select(x > 88.72283f, std::numeric_limits<float>::infinity(), y));
+  const float y = detail::scale_by_pow2(detail::exp2_poly(r * log2e), t);
+  return select(x < -86.6f, 0.0f, select(x > 88.72283f, std::numeric_limits<float>::infinity(), y));
+}
+
+/// x / (1 + 2^z): x times the logistic sigmoid of -z ln 2, the gate of SiLU and GELU (tanh
+/// form), with z computed by the caller from x. One exp2 and one division; 2^z below 2^-125
+/// leaves 1 + 2^z = 1 anyway, and for z > 127 the result, below |x| 2^-127, is returned as 0
+/// (so f(-Inf) = 0, not -Inf / Inf = NaN). NaN x gives NaN.
+KOKKOS_FORCEINLINE_FUNCTION float times_sigmoid_of_exp2(float x, float z) {
+  const float e = exp2_in_range(select(z < -125.0f, -125.0f, z));
+  return select(z > 127.0f, 0.0f, x / (1.0f + e));
 }
 
 /// f(x), except 0 at x = -Inf (the limit of x * sigmoid-like gates, where the formula would
@@ -60,16 +91,17 @@ KOKKOS_FORCEINLINE_FUNCTION float zero_at_minus_inf(float x, float fx) {
   return select(x == -std::numeric_limits<float>::infinity(), 0.0f, fx);
 }
 
-/// x * sigmoid(x) = x / (1 + e^-x): SiLU (swish). Relative error a few ulp for every x;
-/// silu(-Inf) = 0.
-KOKKOS_FORCEINLINE_FUNCTION float silu(float x) { return zero_at_minus_inf(x, x / (1.0f + exp(-x))); }
+/// x * sigmoid(x) = x / (1 + e^-x): SiLU (swish). Error about one ulp of |x|; silu(-Inf) = 0.
+KOKKOS_FORCEINLINE_FUNCTION float silu(float x) { return times_sigmoid_of_exp2(x, x * -log2e); }
 
-/// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as
-/// x / (1 + e^(-2u)) (the same function) so it stays accurate where tanh is near -1;
+/// GELU, tanh form: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as
+/// x / (1 + e^(-2u)) (the same function) so it stays accurate where tanh is near -1, with
+/// -2u log2(e) = x (c1 + c3 x^2) in one fma and one multiply. Error about one ulp of |x|;
 /// gelu_tanh(-Inf) = 0.
 KOKKOS_FORCEINLINE_FUNCTION float gelu_tanh(float x) {
-  const float u = 0.7978845608f * compat::fma(0.044715f * x, x * x, x);
-  return zero_at_minus_inf(x, x / (1.0f + exp(-2.0f * u)));
+  constexpr float c1 = -2.30220819f;    // -2 sqrt(2/pi) log2(e)
+  constexpr float c3 = -0.102943242f;   // c1 * 0.044715
+  return times_sigmoid_of_exp2(x, x * compat::fma(x * x, c3, c1));
 }
 
 /// erfc(z) with relative error < 1.2e-7 everywhere (Chebyshev fit of W. H. Press et al.,

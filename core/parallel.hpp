@@ -73,7 +73,7 @@ void stream_values(T* out, std::int64_t n, const Value& value) {
   }
 }
 
-/// How an elementwise op's outputs may be written on the host when they are large.
+/// How an elementwise or row-wise op's outputs may be written on the host when they are large.
 /// Streaming stores pay where the loop is bound by memory, and lose where it is bound by its
 /// instructions: interleaved medians of 25 runs each on the 2-core Zen 3 VM, 128 MiB arrays,
 /// streamed vs plain: scale, triad, relu in fp64/fp32 1.09-1.29x; gelu, silu, dropout fp32
@@ -107,6 +107,34 @@ void write_elements(const char* label, const Exec& exec, const Out& out, const V
   Kokkos::parallel_for(label, elements(exec, out), KOKKOS_LAMBDA(const std::int64_t i) { out(i) = value(i); });
 }
 
+/// How a row-wise kernel is laid out on the host, decided before the launch (ignored on GPUs).
+struct RowPlan {
+  /// Write each row with streaming stores (RowTeam::write), fencing once per work item.
+  bool stream = false;
+  /// Rows per work item: enough for 32 KB of output when streaming, so the fence is rare.
+  std::int64_t rows_per_item = 1;
+  /// Floats of scratch per work item (RowTeam::scratch), e.g. a row of intermediate values.
+  std::int64_t scratch_floats = 0;
+};
+
+/// The plan for a host kernel writing the rows of the (rows, cols) View y: with
+/// Stores::streamed_when_large, streamed where its rows are contiguous and the whole output
+/// reaches streaming_store_threshold(), as elementwise ops do; `scratch_floats` floats of
+/// scratch per work item.
+template <class Exec, Stores stores, class Y>
+RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0) {
+  using T = typename Y::value_type;
+  RowPlan plan;
+  plan.scratch_floats = scratch_floats;
+  const auto cols = static_cast<std::int64_t>(y.extent(1));
+  if constexpr (host_streams<Exec> && stores == Stores::streamed_when_large) {
+    plan.stream = cols > 0 && (y.extent(0) <= 1 || y.stride(0) == static_cast<std::size_t>(cols)) && y.stride(1) == 1 &&
+                  streams<T>(static_cast<std::int64_t>(y.size()));
+    if (plan.stream) plan.rows_per_item = (32768 / static_cast<std::int64_t>(sizeof(T)) + cols - 1) / cols;
+  }
+  return plan;
+}
+
 /// One row of a row-wise kernel: its index and the team working on it.
 template <class Exec>
 struct RowTeam {
@@ -116,6 +144,9 @@ struct RowTeam {
 
   const Member& member;
   std::int64_t row;
+  /// Host only: whether write() streams, and the work item's scratch (RowPlan::scratch_floats).
+  bool stream = false;
+  float* scratch = nullptr;
 
   /// f(j) for j in [0, n), split over the team.
   template <class F>
@@ -125,6 +156,35 @@ struct RowTeam {
     } else {
       for (std::int64_t j = 0; j < n; ++j) f(j);
     }
+  }
+
+  /// y(row, j) = value(j) for j in [0, n): the row's output, streamed where the plan says so.
+  template <class Y, class Value>
+  KOKKOS_INLINE_FUNCTION void write(const Y& y, std::int64_t n, const Value& value) const {
+#if !defined(__CUDA_ARCH__)
+    if constexpr (host_streams<Exec>) {
+      if (stream) {
+        stream_values(&y(row, 0), n, value);
+        return;
+      }
+    }
+#endif
+    for_each(n, [&](const std::int64_t j) { y(row, j) = value(j); });
+  }
+
+  /// y(row, j) = src[j] for j in [0, n), src contiguous: streamed straight from src where the
+  /// plan says so.
+  template <class Y>
+  KOKKOS_INLINE_FUNCTION void copy(const Y& y, const typename Y::value_type* src, std::int64_t n) const {
+#if !defined(__CUDA_ARCH__)
+    if constexpr (host_streams<Exec>) {
+      if (stream) {
+        cpu::stream_bytes(&y(row, 0), src, static_cast<std::size_t>(n) * sizeof(typename Y::value_type));
+        return;
+      }
+    }
+#endif
+    for_each(n, [&](const std::int64_t j) { y(row, j) = src[j]; });
   }
 
   /// Waits until the whole team is here, so what one thread wrote in an earlier loop over the
@@ -158,25 +218,52 @@ struct RowTeam {
   }
 };
 
-/// The policy row-wise kernels launch: one team per row (one thread per team on CPUs; on GPUs
-/// Kokkos picks the team size for the kernel's registers).
+/// The policy row-wise kernels launch: on GPUs one team per row (Kokkos picks the team size for
+/// the kernel's registers); on CPUs one thread per work item of plan.rows_per_item rows, with
+/// the plan's scratch.
 template <class Exec>
-typename RowTeam<Exec>::Policy row_policy(const Exec& exec, std::int64_t rows) {
+typename RowTeam<Exec>::Policy row_policy(const Exec& exec, std::int64_t rows, const RowPlan& plan = {}) {
   using Policy = typename RowTeam<Exec>::Policy;
   if constexpr (RowTeam<Exec>::gpu) {
     return Policy(exec, rows, Kokkos::AUTO);
   } else {
-    return Policy(exec, rows, 1);
+    Policy policy(exec, (rows + plan.rows_per_item - 1) / plan.rows_per_item, 1);
+    if (plan.scratch_floats > 0) {
+      using Scratch = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+      policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(plan.scratch_floats)));
+    }
+    return policy;
   }
 }
 
-/// body(RowTeam) for every row in [0, rows).
+/// body(RowTeam) for each row of the work item `member` of row_policy(exec, rows, plan); on the
+/// host, fences the item's streaming stores at its end.
 template <class Exec, class Body>
-void for_each_row(const char* label, const Exec& exec, std::int64_t rows, const Body& body) {
-  using Member = typename RowTeam<Exec>::Member;
-  Kokkos::parallel_for(label, row_policy(exec, rows), KOKKOS_LAMBDA(const Member& member) {
+KOKKOS_INLINE_FUNCTION void for_rows_of_item(const typename RowTeam<Exec>::Member& member, std::int64_t rows,
+                                             const RowPlan& plan, const Body& body) {
+  if constexpr (RowTeam<Exec>::gpu) {
     body(RowTeam<Exec>{member, static_cast<std::int64_t>(member.league_rank())});
-  });
+  } else {
+    float* scratch = nullptr;
+    if (plan.scratch_floats > 0) {
+      using Scratch = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+      scratch = Scratch(member.team_scratch(0), plan.scratch_floats).data();
+    }
+    const std::int64_t lo = static_cast<std::int64_t>(member.league_rank()) * plan.rows_per_item;
+    const std::int64_t hi = rows - lo < plan.rows_per_item ? rows : lo + plan.rows_per_item;
+    for (std::int64_t row = lo; row < hi; ++row) body(RowTeam<Exec>{member, row, plan.stream, scratch});
+#if !defined(__CUDA_ARCH__)
+    if (plan.stream) cpu::stream_fence();
+#endif
+  }
+}
+
+/// body(RowTeam) for every row in [0, rows), laid out by `plan` (see plan_rows).
+template <class Exec, class Body>
+void for_each_row(const char* label, const Exec& exec, std::int64_t rows, const Body& body, const RowPlan& plan = {}) {
+  using Member = typename RowTeam<Exec>::Member;
+  Kokkos::parallel_for(label, row_policy(exec, rows, plan),
+                       KOKKOS_LAMBDA(const Member& member) { for_rows_of_item<Exec>(member, rows, plan, body); });
 }
 
 }  // namespace rooftop::detail

@@ -34,8 +34,9 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
                                                                KOKKOS_LAMBDA(const std::int64_t i) { return T(f(float(x(i)))); });
 }
 
-/// y(r, c) = f(x(r, c) + bias(c), r, c) in fp32 for (rows, cols) x, y and (cols) bias.
-template <class Exec, class X, class B, class Y, class F>
+/// y(r, c) = f(x(r, c) + bias(c), r, c) in fp32 for (rows, cols) x, y and (cols) bias; `light`
+/// as for map_elements.
+template <bool light, class Exec, class X, class B, class Y, class F>
 void map_rows_with_bias(const char* label, const char* op, const Exec& exec, const X& x, const B& bias, const Y& y,
                         const F& f) {
   mandate_input<Exec, X, 2>();
@@ -47,9 +48,12 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   ROOFTOP_REQUIRE(bias.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but bias is ", shape_of(bias),
                   " (expected ", x.extent(1), ")");
   const auto cols = static_cast<std::int64_t>(x.extent(1));
-  for_each_row(label, exec, static_cast<std::int64_t>(x.extent(0)), KOKKOS_LAMBDA(const RowTeam<Exec>& r) {
-    r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(f(float(x(r.row, c)) + float(bias(c)), r.row, c)); });
-  });
+  for_each_row(
+      label, exec, static_cast<std::int64_t>(x.extent(0)),
+      KOKKOS_LAMBDA(const RowTeam<Exec>& r) {
+        r.write(y, cols, [&](const std::int64_t c) { return T(f(float(x(r.row, c)) + float(bias(c)), r.row, c)); });
+      },
+      plan_rows<Exec, light ? light_op_stores<T>() : Stores::plain>(y));
 }
 
 struct Relu {
@@ -147,7 +151,7 @@ constexpr Cost silu_cost(std::int64_t n) { return detail::unary_cost<T>(n, 4); }
 /// the extents do not match.
 template <class Exec, class X, class B, class Y>
 void bias_add(const Exec& exec, const X& x, const B& bias, const Y& y) {
-  detail::map_rows_with_bias("rooftop::bias_add", "bias_add", exec, x, bias, y,
+  detail::map_rows_with_bias<true>("rooftop::bias_add", "bias_add", exec, x, bias, y,
                              detail::Pointwise<detail::Identity>{{}});
 }
 template <class X, class B, class Y>
@@ -164,7 +168,7 @@ constexpr Cost bias_add_cost(std::int64_t rows, std::int64_t cols) { return deta
 template <class Exec, class X, class B, class Y>
 void bias_gelu(const Exec& exec, const X& x, const B& bias, const Y& y, Gelu form = Gelu::tanh) {
   detail::with_gelu(form, [&](auto g) {
-    detail::map_rows_with_bias("rooftop::bias_gelu", "bias_gelu", exec, x, bias, y, detail::Pointwise<decltype(g)>{g});
+    detail::map_rows_with_bias<false>("rooftop::bias_gelu", "bias_gelu", exec, x, bias, y, detail::Pointwise<decltype(g)>{g});
   });
 }
 template <class X, class B, class Y>

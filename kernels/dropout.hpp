@@ -117,7 +117,7 @@ void bias_gelu_dropout(const Exec& exec, const X& x, const B& bias, const Y& y, 
   const DropoutMask mask(p, seed, offset);
   const auto cols = static_cast<std::uint64_t>(x.extent(1));  // (rows, cols), checked by map_rows_with_bias
   detail::with_gelu(form, [&](auto gelu) {
-    detail::map_rows_with_bias("rooftop::bias_gelu_dropout", "bias_gelu_dropout", exec, x, bias, y,
+    detail::map_rows_with_bias<false>("rooftop::bias_gelu_dropout", "bias_gelu_dropout", exec, x, bias, y,
                                detail::GeluDropout<decltype(gelu)>{gelu, mask, cols});
   });
 }

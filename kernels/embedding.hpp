@@ -39,17 +39,26 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
   const auto vocab = static_cast<std::int64_t>(table.extent(0)), dim = static_cast<std::int64_t>(table.extent(1));
   constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
   std::int64_t first_bad = none;
+  const auto rows = static_cast<std::int64_t>(ids.extent(0));
+  const auto plan = detail::plan_rows<Exec, detail::Stores::streamed_when_large>(out);
+  // Streamed rows are copied straight from the table (no buffer) where its rows are contiguous.
+  const bool table_rows_contiguous = dim > 0 && (dim == 1 || table.stride(1) == 1);
   Kokkos::parallel_reduce(
-      "rooftop::embedding", detail::row_policy(exec, static_cast<std::int64_t>(ids.extent(0))),
+      "rooftop::embedding", detail::row_policy(exec, rows, plan),
       KOKKOS_LAMBDA(const Member& member, std::int64_t& bad) {
-        const detail::RowTeam<Exec> r{member, static_cast<std::int64_t>(member.league_rank())};
-        const std::int64_t id = ids(r.row);
-        if (id >= 0 && id < vocab) {
-          r.for_each(dim, [&](const std::int64_t c) { out(r.row, c) = table(id, c); });
-        } else {
-          r.for_each(dim, [&](const std::int64_t c) { out(r.row, c) = T(0.0f); });
-          bad = r.row < bad ? r.row : bad;
-        }
+        detail::for_rows_of_item<Exec>(member, rows, plan, [&](const detail::RowTeam<Exec>& r) {
+          const std::int64_t id = ids(r.row);
+          if (id >= 0 && id < vocab) {
+            if (table_rows_contiguous) {
+              r.copy(out, &table(id, 0), dim);
+            } else {
+              r.write(out, dim, [&](const std::int64_t c) { return table(id, c); });
+            }
+          } else {
+            r.write(out, dim, [&](std::int64_t) { return T(0.0f); });
+            bad = r.row < bad ? r.row : bad;
+          }
+        });
       },
       Kokkos::Min<std::int64_t>(first_bad));
   if (first_bad != none) {

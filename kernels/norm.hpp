@@ -72,8 +72,8 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          // One loop per case, so none loads a parameter under a condition
                          // (which would keep the loop from vectorizing).
                          auto write = [&](const auto& w, const auto& b) {
-                           r.for_each(cols, [&](const std::int64_t c) {
-                             y(r.row, c) = T(compat::fma((float(x(r.row, c)) - mean) * rstd, w(c), b(c)));
+                           r.write(y, cols, [&](const std::int64_t c) {
+                             return T(compat::fma((float(x(r.row, c)) - mean) * rstd, w(c), b(c)));
                            });
                          };
                          auto weight_of = [&](const std::int64_t c) { return float(weight(c)); };
@@ -84,7 +84,8 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          else if (has_weight) write(weight_of, zero);
                          else if (has_bias) write(one, bias_of);
                          else write(one, zero);
-                       });
+                       },
+                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y));
 }
 template <class Exec, class X, class Y>
 void layernorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-5) {
@@ -126,11 +127,12 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
                              detail::Plus{});
                          const float rrms = 1.0f / compat::sqrt(squares * inv_cols + e);
                          if (has_weight) {
-                           r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(float(x(r.row, c)) * rrms * float(weight(c))); });
+                           r.write(y, cols, [&](const std::int64_t c) { return T(float(x(r.row, c)) * rrms * float(weight(c))); });
                          } else {
-                           r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(float(x(r.row, c)) * rrms); });
+                           r.write(y, cols, [&](const std::int64_t c) { return T(float(x(r.row, c)) * rrms); });
                          }
-                       });
+                       },
+                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y));
 }
 template <class Exec, class X, class Y>
 void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-6) {

@@ -3,15 +3,16 @@
 /// softmax over the last axis of a (rows, cols) tensor:
 ///   y(r, c) = exp(x(r, c) - max_r) / sum_c' exp(x(r, c') - max_r)
 ///
-/// Numerically stable: every exponent is <= 0, so logits of +-1e4 cannot overflow. For bf16 and
-/// fp16 one pass reads the row for the statistics with an online max and sum (per partial the
-/// running max m and the sum s of exp(x - m), rescaled when m grows) and a second pass (from
-/// cache for rows up to the size of L2) writes the output. For fp32 the row max comes first,
-/// then exp(x - max) is written to y while summing, and a last pass scales y: one exp per entry
-/// instead of two, which is what bounds this op on CPUs. -Inf entries (masked) get 0. A row whose entries are all
-/// -Inf gets all 0 (there is nothing to normalize; attention over a fully masked row then
-/// contributes nothing, unlike the NaN of a literal 0/0). A NaN or +Inf entry makes its row
-/// NaN.
+/// Numerically stable: every exponent is <= 0, so logits of +-1e4 cannot overflow. The row max
+/// comes first, then e = exp(x - max) is computed once per entry, summed and kept, and a last
+/// pass writes e / sum: exp is what bounds this op on CPUs. On the host e is kept in a scratch
+/// row per thread (in L2 for rows up to ~64K columns), so x is read from memory once and large
+/// outputs are written with streaming stores; on GPUs an fp32 y holds e, and bf16/fp16 rows
+/// are read once with an online max and sum (per partial the running max m and the sum s of
+/// exp(x - m), rescaled when m grows) and exp is evaluated again for the output.
+/// -Inf entries (masked) get 0. A row whose entries are all -Inf gets all 0 (there is nothing
+/// to normalize; attention over a fully masked row then contributes nothing, unlike the NaN of
+/// a literal 0/0). A NaN or +Inf entry makes its row NaN.
 ///
 /// Storage fp32, bf16 or fp16; math and accumulation in fp32. x and y may be the same View.
 #pragma once
@@ -60,40 +61,59 @@ struct CombineMaxSum {
 }  // namespace detail
 
 namespace detail {
-/// One row of softmax (see the file comment for the two strategies).
+/// e^(v - m) for v <= m, as 2^(v log2 e - m log2 e) with m log2 e per row: one fma for the
+/// argument. 0 for results below 2^-125 (and -Inf entries).
+struct ExpMinusMax {
+  float m_log2e;
+  KOKKOS_INLINE_FUNCTION float operator()(float v) const {
+    const float z = compat::fma(v, math::log2e, -m_log2e);
+    return math::select(z < -125.0f, 0.0f, math::exp2_in_range(z));
+  }
+};
+
+/// One row of softmax (see the file comment for the strategies).
 template <class Row, class X, class Y>
 KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, std::int64_t cols) {
   using T = typename Y::value_type;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
   auto in = [&](const std::int64_t c) { return float(x(r.row, c)); };
-  if constexpr (std::is_same_v<T, float>) {
-    // fp32 output: y can hold exp(x - max) exactly as computed, so the output pass rescales it
-    // instead of evaluating exp again (one exp per entry; exp is what bounds this op on CPUs).
+  if constexpr (!Row::gpu || std::is_same_v<T, float>) {
+    // The row max first, then e = exp(x - max) summed and kept (in the host's scratch row, or
+    // in an fp32 y), then the output pass rescales e: one exp per entry.
     const float m = r.reduce(cols, minus_inf, in, Max{});
     if (m == minus_inf) {  // all masked
-      r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = 0.0f; });
+      r.write(y, cols, [](std::int64_t) { return T(0.0f); });
       return;
     }
+    const ExpMinusMax exp_minus_max{m * math::log2e};
+    auto e_at = [&](const std::int64_t c) -> float& {
+      if constexpr (Row::gpu) {
+        return y(r.row, c);
+      } else {
+        return r.scratch[c];
+      }
+    };
     const float s = r.reduce(
         cols, 0.0f,
         [&](const std::int64_t c) {
-          const float e = math::exp(in(c) - m);
-          y(r.row, c) = e;
+          const float e = exp_minus_max(in(c));
+          e_at(c) = e;
           return e;
         },
         Plus{});
     r.barrier();
     const float inv = 1.0f / s;
-    r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) *= inv; });
+    r.write(y, cols, [&](const std::int64_t c) { return T(e_at(c) * inv); });
   } else {
-    // bf16/fp16 output would round the stored exponentials: the online max and sum in one
-    // read instead, and exp again for the output.
+    // GPU, bf16/fp16 output, which would round the stored exponentials: the online max and
+    // sum in one read instead, and exp again for the output.
     const MaxSum total = r.reduce_by(
         cols, MaxSum{minus_inf, 0.0f}, [&](MaxSum& part, const std::int64_t c) { part.add(in(c)); }, CombineMaxSum{});
     // All -Inf: write 0 (m = -Inf would make every exponent NaN).
     const float m = total.m == minus_inf ? 0.0f : total.m;
     const float inv = total.m == minus_inf ? 0.0f : 1.0f / total.s;
-    r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(math::exp(in(c) - m) * inv); });
+    const ExpMinusMax exp_minus_max{m * math::log2e};
+    r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(exp_minus_max(in(c)) * inv); });
   }
 }
 }  // namespace detail
@@ -107,8 +127,11 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
   mandate_fp32_math<typename Y::value_type>();
   detail::require_same_shape("softmax", "x", x, "y", y);
   const auto cols = static_cast<std::int64_t>(x.extent(1));
-  detail::for_each_row("rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
-                       KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) { detail::softmax_row(r, x, y, cols); });
+  // On the host, a scratch row per work item holds the exponentials (cols floats).
+  const auto plan = detail::plan_rows<Exec, detail::light_op_stores<typename Y::value_type>()>(y, detail::RowTeam<Exec>::gpu ? 0 : cols);
+  detail::for_each_row(
+      "rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
+      KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) { detail::softmax_row(r, x, y, cols); }, plan);
 }
 template <class X, class Y>
 void softmax(const X& x, const Y& y) { softmax(typename Y::execution_space{}, x, y); }

@@ -84,10 +84,14 @@ TEST_CASE("activations of special values: +-0, +-Inf, NaN, huge") {
   CHECK(s[8] == doctest::Approx(-88.0 / (1 + std::exp(88.0))).epsilon(1e-5));
 }
 
-TEST_CASE_TEMPLATE("bias_add and bias_gelu match float64 over every row length", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("bias_add and bias_gelu match float64 over every row length (plain and streaming stores)", T,
+                   ROOFTOP_ML_DTYPES) {
+  for (const std::size_t threshold : test::store_thresholds)
   for (const std::int64_t cols : test::row_lengths) {
     const std::int64_t rows = cols > 1000 ? 3 : 37;
+    CAPTURE(threshold);
     CAPTURE(cols);
+    test::StreamingThreshold stores(threshold);
     auto x = test::random_matrix<T>(rows, cols, -6, 6);
     auto bias = test::random_vector<T>(cols, -1, 1);
     const auto hx = host(x), hb = host(bias);

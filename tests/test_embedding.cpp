@@ -11,12 +11,15 @@ using namespace rooftop;
 using test::Exec;
 using test::host;
 
-TEST_CASE_TEMPLATE("embedding gathers rows exactly", T, ROOFTOP_DTYPES) {
+TEST_CASE_TEMPLATE("embedding gathers rows exactly (plain and streaming stores)", T, ROOFTOP_DTYPES) {
+  for (const std::size_t threshold : test::store_thresholds)
   for (const std::int64_t dim : {1, 13, 768 + 5}) {
     for (const std::int64_t tokens : test::sizes) {
       if (tokens > 100000) continue;  // (tokens, dim) of the large size would be gigabytes
+      CAPTURE(threshold);
       CAPTURE(dim);
       CAPTURE(tokens);
+      test::StreamingThreshold stores(threshold);
       const std::int64_t vocab = 1000;
       auto table = test::random_matrix<T>(vocab, dim);
       test::Vector<std::int64_t> ids64("ids", tokens);
@@ -43,8 +46,11 @@ TEST_CASE_TEMPLATE("embedding gathers rows exactly", T, ROOFTOP_DTYPES) {
 TEST_CASE("embedding: an out-of-range id throws, naming the first bad token; no read past the table") {
   const std::int64_t vocab = 50, dim = 16, tokens = 2000;
   auto table = test::random_matrix<float>(vocab, dim);
+  for (const std::size_t threshold : test::store_thresholds)
   for (const std::int64_t bad_id : {std::int64_t{50}, std::int64_t{-1}, std::int64_t{1} << 40}) {
+    CAPTURE(threshold);
     CAPTURE(bad_id);
+    test::StreamingThreshold stores(threshold);
     test::Vector<std::int64_t> ids("ids", tokens);
     fill_integers(Exec(), ids, test::next_seed(), 0, vocab - 1);
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids);
@@ -59,7 +65,9 @@ TEST_CASE("embedding: an out-of-range id throws, naming the first bad token; no 
     const auto ho = host(out), ht = host(table);
     for (std::int64_t c = 0; c < dim; ++c) {
       CHECK(ho[1234 * dim + c] == 0.0);
+      CHECK(ho[1999 * dim + c] == 0.0);
       CHECK(ho[0 * dim + c] == ht[h(0) * dim + c]);
+      CHECK(ho[1998 * dim + c] == ht[h(1998) * dim + c]);
     }
   }
 }

@@ -43,11 +43,15 @@ std::vector<double> normalize_rows(const std::vector<double>& x, std::int64_t co
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight and bias", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight and bias (plain and streaming stores)",
+                   T, ROOFTOP_ML_DTYPES) {
   const double eps = 1e-5;
+  for (const std::size_t threshold : test::store_thresholds)
   for (const std::int64_t cols : test::row_lengths) {
     const std::int64_t rows = cols > 1000 ? 4 : 29;
+    CAPTURE(threshold);
     CAPTURE(cols);
+    test::StreamingThreshold stores(threshold);
     // Rows with a mean far from 0 relative to their spread: the variance must not cancel.
     auto x = test::random_matrix<T>(rows, cols, 2, 4);
     auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
@@ -92,10 +96,18 @@ TEST_CASE_TEMPLATE("constant rows (zero variance): layernorm gives the bias, rms
 }
 
 TEST_CASE("norms work in place; a zero row normalizes to 0") {
-  auto x = test::random_matrix<float>(7, 513, -3, 3);
-  const auto hx = host(x);
-  rooftop::rmsnorm(Exec(), x, x, 1e-6);
-  check_norm<float>(normalize_rows(hx, 513, 1e-6, true), 513, {}, {}, host(x));
+  for (const std::size_t threshold : test::store_thresholds) {
+    CAPTURE(threshold);
+    test::StreamingThreshold stores(threshold);
+    auto x = test::random_matrix<float>(7, 513, -3, 3);
+    const auto hx = host(x);
+    rooftop::rmsnorm(Exec(), x, x, 1e-6);
+    check_norm<float>(normalize_rows(hx, 513, 1e-6, true), 513, {}, {}, host(x));
+    x = test::random_matrix<float>(7, 513, -3, 3);
+    const auto hx2 = host(x);
+    rooftop::layernorm(Exec(), x, x, 1e-5);
+    check_norm<float>(normalize_rows(hx2, 513, 1e-5, false), 513, {}, {}, host(x));
+  }
   test::Matrix<float> zero("zero", 2, 9);
   rooftop::layernorm(Exec(), zero, zero, 1e-5);
   for (double v : host(zero)) CHECK(v == 0.0);

@@ -40,10 +40,13 @@ test::Matrix<T> matrix_of(std::int64_t rows, std::int64_t cols, const std::vecto
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("softmax matches float64 over every row length", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("softmax matches float64 over every row length (plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
+  for (const std::size_t threshold : test::store_thresholds)
   for (const std::int64_t cols : test::row_lengths) {
     const std::int64_t rows = cols > 1000 ? 5 : 41;
+    CAPTURE(threshold);
     CAPTURE(cols);
+    test::StreamingThreshold stores(threshold);
     auto x = test::random_matrix<T>(rows, cols, -10, 10);
     auto y = test::poisoned_matrix<T>(rows, cols);
     rooftop::softmax(Exec(), x, y);
@@ -56,6 +59,9 @@ TEST_CASE_TEMPLATE("softmax matches float64 over every row length", T, ROOFTOP_M
 }
 
 TEST_CASE_TEMPLATE("softmax: masked entries, fully masked rows, logits of +-1e4", T, ROOFTOP_ML_DTYPES) {
+  for (const std::size_t threshold : test::store_thresholds) {
+  CAPTURE(threshold);
+  test::StreamingThreshold stores(threshold);
   const float inf = std::numeric_limits<float>::infinity();
   const std::int64_t cols = 37;
   std::vector<float> v(4 * cols);
@@ -78,13 +84,18 @@ TEST_CASE_TEMPLATE("softmax: masked entries, fully masked rows, logits of +-1e4"
   double row_sum = 0;
   for (std::int64_t c = 0; c < cols; ++c) row_sum += hy[2 * cols + c];
   CHECK(row_sum == doctest::Approx(1.0).epsilon(cols * epsilon<T>()));
+  }
 }
 
 TEST_CASE("softmax works in place, and a NaN makes only its row NaN") {
-  auto x = test::random_matrix<float>(6, 300, -5, 5);
-  const auto hx = host(x);
-  rooftop::softmax(Exec(), x, x);
-  check_softmax<float>(hx, 300, host(x));
+  for (const std::size_t threshold : test::store_thresholds) {
+    CAPTURE(threshold);
+    test::StreamingThreshold stores(threshold);
+    auto x = test::random_matrix<float>(6, 300, -5, 5);
+    const auto hx = host(x);
+    rooftop::softmax(Exec(), x, x);
+    check_softmax<float>(hx, 300, host(x));
+  }
 
   auto z = matrix_of<float>(2, 3, {1.0f, std::nanf(""), 2.0f, 1.0f, 2.0f, 3.0f});
   rooftop::softmax(Exec(), z, z);
