@@ -47,18 +47,33 @@ struct DropoutMask {
     h ^= h >> 16;
     return h;
   }
-  /// Whether element i (counted from the offset) is kept. 32-bit arithmetic only, so it
-  /// vectorizes on CPUs without 64-bit multiplies.
-  KOKKOS_FORCEINLINE_FUNCTION bool keep(std::uint64_t i) const {
-    const std::uint64_t counter = offset_ + i;
-    const auto low = static_cast<std::uint32_t>(counter), high = static_cast<std::uint32_t>(counter >> 32);
-    // One keyed finalizer round: a bijection of the low word for each key (the keep rate is
-    // exact over every aligned block of 2^32 elements), with the high word folded into the key.
-    const std::uint32_t h = fmix32(low ^ key0 ^ (high * 0x9e3779b9u)) ^ key1;
+  /// The elements first + j for j < 2^32, with the 64-bit arithmetic of their counters done once:
+  /// per element only 32-bit operations remain, which vectorize on CPUs (64-bit lanes cost
+  /// more in packing than the hash itself).
+  struct Span {
+    std::uint32_t low0;       // low word of the counter of element `first`
+    std::uint32_t key;        // key0 folded with the high word
+    std::uint32_t key_carry;  // the same once the low word has wrapped
+  };
+  KOKKOS_INLINE_FUNCTION Span span(std::uint64_t first) const {
+    const std::uint64_t counter = offset_ + first;
+    const auto high = static_cast<std::uint32_t>(counter >> 32);
+    return {static_cast<std::uint32_t>(counter), key0 ^ (high * 0x9e3779b9u), key0 ^ ((high + 1u) * 0x9e3779b9u)};
+  }
+  /// Whether element first + j of span s is kept. One keyed finalizer round: a bijection of the
+  /// counter's low word for each key (the keep rate is exact over every aligned block of 2^32
+  /// elements), with the high word folded into the key.
+  KOKKOS_FORCEINLINE_FUNCTION bool keep(const Span& s, std::uint32_t j) const {
+    const std::uint32_t low = s.low0 + j;
+    const std::uint32_t h = fmix32(low ^ (low < s.low0 ? s.key_carry : s.key)) ^ key1;
     return (h >= threshold32) & keep_any;
   }
-  /// v scaled if element i is kept, else 0.
-  KOKKOS_FORCEINLINE_FUNCTION float apply(float v, std::uint64_t i) const { return math::select(keep(i), v * scale, 0.0f); }
+  /// Whether element i (counted from the offset) is kept.
+  KOKKOS_INLINE_FUNCTION bool keep(std::uint64_t i) const { return keep(span(i), 0); }
+  /// v scaled if element first + j of span s is kept, else 0.
+  KOKKOS_FORCEINLINE_FUNCTION float apply(float v, const Span& s, std::uint32_t j) const {
+    return math::select(keep(s, j), v * scale, 0.0f);
+  }
 
   std::uint64_t offset_;
 };
@@ -71,7 +86,8 @@ struct GeluDropout {
   DropoutMask mask;
   std::uint64_t cols;
   KOKKOS_INLINE_FUNCTION float operator()(float v, std::int64_t r, std::int64_t c) const {
-    return mask.apply(gelu(v), static_cast<std::uint64_t>(r) * cols + static_cast<std::uint64_t>(c));
+    // The row's span is loop-invariant in the loop over c (hoisted); c < 2^32 (checked).
+    return mask.apply(gelu(v), mask.span(static_cast<std::uint64_t>(r) * cols), static_cast<std::uint32_t>(c));
   }
 };
 
@@ -93,7 +109,18 @@ void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t s
   detail::require_same_shape("dropout", "x", x, "y", y);
   detail::require_probability("dropout", p);
   const DropoutMask mask(p, seed, offset);
-  detail::write_elements("rooftop::dropout", exec, y, KOKKOS_LAMBDA(const std::int64_t i) { return T(mask.apply(float(x(i)), i)); });
+  // In pieces of 2^31 elements, so the index within a piece fits the 32-bit arithmetic of
+  // DropoutMask::Span (one piece below 2G elements).
+  const auto n = static_cast<std::int64_t>(x.extent(0));
+  constexpr std::int64_t piece = std::int64_t{1} << 31;
+  for (std::int64_t lo = 0; lo < n || lo == 0; lo += piece) {
+    const auto range = std::make_pair(lo, n - lo < piece ? n : lo + piece);
+    const auto xs = Kokkos::subview(x, range);
+    const auto span = mask.span(static_cast<std::uint64_t>(lo));
+    detail::write_elements("rooftop::dropout", exec, Kokkos::subview(y, range), KOKKOS_LAMBDA(const std::int64_t i) {
+      return T(mask.apply(float(xs(i)), span, static_cast<std::uint32_t>(i)));
+    });
+  }
 }
 template <class X, class Y>
 void dropout(const X& x, const Y& y, double p, std::uint64_t seed, std::uint64_t offset = 0) {
@@ -116,6 +143,8 @@ void bias_gelu_dropout(const Exec& exec, const X& x, const B& bias, const Y& y, 
   detail::require_probability("bias_gelu_dropout", p);
   const DropoutMask mask(p, seed, offset);
   const auto cols = static_cast<std::uint64_t>(x.extent(1));  // (rows, cols), checked by map_rows_with_bias
+  ROOFTOP_REQUIRE(cols <= 0xffffffffu, "bias_gelu_dropout", "x is ", shape_of(x),
+                  ", rows longer than 2^32 - 1 are not supported");
   detail::with_gelu(form, [&](auto gelu) {
     detail::map_rows_with_bias<false>("rooftop::bias_gelu_dropout", "bias_gelu_dropout", exec, x, bias, y,
                                detail::GeluDropout<decltype(gelu)>{gelu, mask, cols});
