@@ -34,8 +34,8 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
                                                                KOKKOS_LAMBDA(const std::int64_t i) { return T(f(float(x(i)))); });
 }
 
-/// y(r, c) = f(x(r, c) + bias(c), r, c) in fp32 for (rows, cols) x, y and (cols) bias; `light`
-/// as for map_elements.
+/// y(r, c) = f.row(r)(x(r, c) + bias(c), c) in fp32 for (rows, cols) x, y and (cols) bias
+/// (f.row(r) holds what is fixed along row r); `light` as for map_elements.
 template <bool light, class Exec, class X, class B, class Y, class F>
 void map_rows_with_bias(const char* label, const char* op, const Exec& exec, const X& x, const B& bias, const Y& y,
                         const F& f) {
@@ -51,7 +51,8 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   for_each_row(
       label, exec, static_cast<std::int64_t>(x.extent(0)),
       KOKKOS_LAMBDA(const RowTeam<Exec>& r) {
-        r.write(y, cols, [&](const std::int64_t c) { return T(f(float(x(r.row, c)) + float(bias(c)), r.row, c)); });
+        const auto g = f.row(r.row);
+        r.write(y, cols, [&](const std::int64_t c) { return T(g(float(x(r.row, c)) + float(bias(c)), c)); });
       },
       plan_rows<Exec, light ? light_op_stores<T>() : Stores::plain>(y));
 }
@@ -85,7 +86,8 @@ struct Identity {
 template <class F>
 struct Pointwise {
   F f;
-  KOKKOS_INLINE_FUNCTION float operator()(float v, std::int64_t, std::int64_t) const { return f(v); }
+  KOKKOS_INLINE_FUNCTION const Pointwise& row(std::int64_t) const { return *this; }
+  KOKKOS_INLINE_FUNCTION float operator()(float v, std::int64_t) const { return f(v); }
 };
 
 /// Elementwise cost over n elements of T: `flops` each; read x, write y.

@@ -79,16 +79,24 @@ struct DropoutMask {
 };
 
 namespace detail {
-/// dropout(gelu(v)) for element (r, c) of a tensor with `cols` columns.
+/// dropout(gelu(v)) for the elements of a tensor with `cols` columns; element (r, c) is number
+/// r * cols + c for the mask.
 template <class G>
 struct GeluDropout {
   G gelu;
   DropoutMask mask;
   std::uint64_t cols;
-  KOKKOS_INLINE_FUNCTION float operator()(float v, std::int64_t r, std::int64_t c) const {
-    // The row's span is loop-invariant in the loop over c (hoisted); c < 2^32 (checked).
-    return mask.apply(gelu(v), mask.span(static_cast<std::uint64_t>(r) * cols), static_cast<std::uint32_t>(c));
-  }
+  /// Along row r: the row's span of the mask, so each element costs only 32-bit arithmetic
+  /// (c < 2^32, checked by bias_gelu_dropout).
+  struct Row {
+    G gelu;
+    DropoutMask mask;
+    DropoutMask::Span span;
+    KOKKOS_INLINE_FUNCTION float operator()(float v, std::int64_t c) const {
+      return mask.apply(gelu(v), span, static_cast<std::uint32_t>(c));
+    }
+  };
+  KOKKOS_INLINE_FUNCTION Row row(std::int64_t r) const { return {gelu, mask, mask.span(static_cast<std::uint64_t>(r) * cols)}; }
 };
 
 inline void require_probability(const char* op, double p) {
