@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
 /// How kernels are spread over an execution space. Elementwise ops: one work item per
-/// element. Row-wise parallelism for ops over the last axis of a (rows, cols) tensor (softmax, norms,
-/// embedding, bias + activation): one team per row; inside a row, loops and reductions over
-/// the columns. On CPUs a team is one thread and a row is a plain loop the compiler
-/// vectorizes (reductions through fold_lanes' independent partials); on GPUs a team's threads
-/// share the row, consecutive threads on consecutive columns (coalesced).
+/// element (per 32 KB chunk where a large host output is streamed). Row-wise parallelism for
+/// ops over the last axis of a (rows, cols) tensor (softmax, norms, embedding, bias +
+/// activation): on GPUs one team per row, its threads sharing the row, consecutive threads on
+/// consecutive columns (coalesced); on CPUs one thread per work item of one or more rows (a
+/// RowPlan: enough rows for 32 KB of output when streamed, optional scratch), each row a plain
+/// loop the compiler vectorizes (reductions through fold_lanes' independent partials).
 #pragma once
 
 #include "../backends/cpu/streaming_store.hpp"
