@@ -51,7 +51,7 @@ constexpr float round_magic = 12582912.0f;
 }  // namespace detail
 
 /// 2^z for z in [-125, 127] (relative error within 3 ulp); outside that range the result is
-/// meaningless and callers replace it (see exp, sigmoid_times). For arguments the caller has
+/// meaningless and callers replace it (see exp, times_sigmoid_of_exp2). For arguments the caller has
 /// computed anyway (softmax's scaled differences, GELU's cubic), working in base 2 saves the
 /// reduction of exp's argument.
 KOKKOS_FORCEINLINE_FUNCTION float exp2_in_range(float z) {

@@ -108,6 +108,10 @@ void write_elements(const char* label, const Exec& exec, const Out& out, const V
   Kokkos::parallel_for(label, elements(exec, out), KOKKOS_LAMBDA(const std::int64_t i) { out(i) = value(i); });
 }
 
+/// A work item's scratch row of floats on the host (RowPlan::scratch_floats).
+template <class Exec>
+using RowScratch = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
 /// How a row-wise kernel is laid out on the host, decided before the launch (ignored on GPUs).
 struct RowPlan {
   /// Write each row with streaming stores (RowTeam::write), fencing once per work item.
@@ -119,9 +123,9 @@ struct RowPlan {
 };
 
 /// The plan for a host kernel writing the rows of the (rows, cols) View y: with
-/// Stores::streamed_when_large, streamed where its rows are contiguous and the whole output
-/// reaches streaming_store_threshold(), as elementwise ops do; `scratch_floats` floats of
-/// scratch per work item.
+/// Stores::streamed_when_large, each row streamed where rows are contiguous (stride 1 along
+/// them) and the whole output reaches streaming_store_threshold(), as elementwise ops do;
+/// `scratch_floats` floats of scratch per work item.
 template <class Exec, Stores stores, class Y>
 RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0) {
   using T = typename Y::value_type;
@@ -129,8 +133,7 @@ RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0) {
   plan.scratch_floats = scratch_floats;
   const auto cols = static_cast<std::int64_t>(y.extent(1));
   if constexpr (host_streams<Exec> && stores == Stores::streamed_when_large) {
-    plan.stream = cols > 0 && (y.extent(0) <= 1 || y.stride(0) == static_cast<std::size_t>(cols)) && y.stride(1) == 1 &&
-                  streams<T>(static_cast<std::int64_t>(y.size()));
+    plan.stream = cols > 0 && y.stride(1) == 1 && streams<T>(static_cast<std::int64_t>(y.size()));
     if (plan.stream) plan.rows_per_item = (32768 / static_cast<std::int64_t>(sizeof(T)) + cols - 1) / cols;
   }
   return plan;
@@ -229,10 +232,7 @@ typename RowTeam<Exec>::Policy row_policy(const Exec& exec, std::int64_t rows, c
     return Policy(exec, rows, Kokkos::AUTO);
   } else {
     Policy policy(exec, (rows + plan.rows_per_item - 1) / plan.rows_per_item, 1);
-    if (plan.scratch_floats > 0) {
-      using Scratch = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-      policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(plan.scratch_floats)));
-    }
+    if (plan.scratch_floats > 0) policy.set_scratch_size(0, Kokkos::PerTeam(RowScratch<Exec>::shmem_size(plan.scratch_floats)));
     return policy;
   }
 }
@@ -245,11 +245,7 @@ KOKKOS_INLINE_FUNCTION void for_rows_of_item(const typename RowTeam<Exec>::Membe
   if constexpr (RowTeam<Exec>::gpu) {
     body(RowTeam<Exec>{member, static_cast<std::int64_t>(member.league_rank())});
   } else {
-    float* scratch = nullptr;
-    if (plan.scratch_floats > 0) {
-      using Scratch = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-      scratch = Scratch(member.team_scratch(0), plan.scratch_floats).data();
-    }
+    float* const scratch = plan.scratch_floats > 0 ? RowScratch<Exec>(member.team_scratch(0), plan.scratch_floats).data() : nullptr;
     const std::int64_t lo = static_cast<std::int64_t>(member.league_rank()) * plan.rows_per_item;
     const std::int64_t hi = rows - lo < plan.rows_per_item ? rows : lo + plan.rows_per_item;
     for (std::int64_t row = lo; row < hi; ++row) body(RowTeam<Exec>{member, row, plan.stream, scratch});

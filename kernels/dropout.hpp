@@ -121,7 +121,7 @@ void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t s
   // DropoutMask::Span (one piece below 2G elements).
   const auto n = static_cast<std::int64_t>(x.extent(0));
   constexpr std::int64_t piece = std::int64_t{1} << 31;
-  for (std::int64_t lo = 0; lo < n || lo == 0; lo += piece) {
+  for (std::int64_t lo = 0; lo < n; lo += piece) {
     const auto range = std::make_pair(lo, n - lo < piece ? n : lo + piece);
     const auto xs = Kokkos::subview(x, range);
     const auto span = mask.span(static_cast<std::uint64_t>(lo));

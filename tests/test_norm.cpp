@@ -108,6 +108,25 @@ TEST_CASE("norms work in place; a zero row normalizes to 0") {
     rooftop::layernorm(Exec(), x, x, 1e-5);
     check_norm<float>(normalize_rows(hx2, 513, 1e-5, false), 513, {}, {}, host(x));
   }
+  // Rows of a column subview: contiguous along each row, not from row to row. Streamed row by
+  // row; the columns outside it stay untouched.
+  for (const std::size_t threshold : test::store_thresholds) {
+    CAPTURE(threshold);
+    test::StreamingThreshold stores(threshold);
+    const std::int64_t rows = 9, cols = 301;
+    auto x = test::random_matrix<float>(rows, cols, -3, 3);
+    auto y = test::poisoned_matrix<float>(rows, cols + 2);
+    auto inner = Kokkos::subview(y, Kokkos::ALL, std::make_pair(std::int64_t{1}, cols + 1));
+    rooftop::rmsnorm(Exec(), x, inner, 1e-6);
+    const auto hx = host(x), hy = host(y);
+    const auto want = normalize_rows(hx, cols, 1e-6, true);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      REQUIRE(std::isnan(hy[r * (cols + 2)]));
+      REQUIRE(std::isnan(hy[r * (cols + 2) + cols + 1]));
+      for (std::int64_t c = 0; c < cols; ++c)
+        REQUIRE(hy[r * (cols + 2) + 1 + c] == doctest::Approx(want[r * cols + c]).epsilon(1e-5));
+    }
+  }
   test::Matrix<float> zero("zero", 2, 9);
   rooftop::layernorm(Exec(), zero, zero, 1e-5);
   for (double v : host(zero)) CHECK(v == 0.0);
