@@ -2,6 +2,7 @@
 // Google Benchmark suite: every op x dtype x size of the op table, manual time with fences,
 // counters GB/s, GFLOP/s, AI and roof_frac (decimal units), verified after timing.
 #include "ceilings.hpp"
+#include "huge_pages.hpp"
 #include "op_table.hpp"
 
 #include <benchmark/benchmark.h>
@@ -38,6 +39,7 @@ void run_op(benchmark::State& state, const OpSpec* spec, DType dtype, const Shap
 
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard kokkos(argc, argv);
+  const std::string pages = use_huge_pages_for_host_views();  // as the harness does by default
   benchmark::Initialize(&argc, argv);
   Exec exec;
   std::fprintf(stderr, "rooftop_bench: measuring ceilings (quick)...\n");
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("rooftop_backend", backend_name);
   benchmark::AddCustomContext("kokkos_version", compat::kokkos_version());
   benchmark::AddCustomContext("concurrency", std::to_string(compat::concurrency(exec)));
+  benchmark::AddCustomContext("pages", pages);
   benchmark::AddCustomContext("ceiling_dram_gbs", std::to_string(ceilings.dram()));
   benchmark::AddCustomContext("ceiling_llc_gbs", std::to_string(ceilings.bandwidth_gbs.at("llc")));
   benchmark::AddCustomContext("ceiling_fp32_gflops", std::to_string(ceilings.peak_gflops_fp32));

@@ -52,13 +52,16 @@ inline void place_under_roof(Result& r, const Ceilings& c) {
 struct SystemInfo {
   std::string backend, kokkos_version, device, compiler, git, timestamp;
   int concurrency = 0;
+  std::string pages;                  // host page policy (huge_pages.hpp)
+  long long anon_huge_page_bytes = -1;  // of the process, with the ceiling arrays allocated
 };
 
 inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std::vector<Result>& results) {
   nlohmann::json j;
   j["schema"] = "rooftop-report/1";
   j["system"] = {{"backend", s.backend}, {"kokkos_version", s.kokkos_version}, {"device", s.device},
-                 {"concurrency", s.concurrency}, {"compiler", s.compiler}, {"git", s.git}, {"timestamp", s.timestamp}};
+                 {"concurrency", s.concurrency}, {"compiler", s.compiler}, {"git", s.git}, {"timestamp", s.timestamp},
+                 {"pages", s.pages}, {"anon_huge_page_bytes", s.anon_huge_page_bytes}};
   j["ceilings"] = {{"bandwidth_gbs", c.bandwidth_gbs},
                    {"peak_gflops", {{"fp32", c.peak_gflops_fp32}, {"fp64", c.peak_gflops_fp64}}},
                    {"launch_overhead_us", c.launch_overhead_us},

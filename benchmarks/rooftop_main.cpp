@@ -3,6 +3,7 @@
 // size sweep, verifies each result after timing, prints a table, and writes report.json,
 // report.csv and roofline.svg.
 #include "ceilings.hpp"
+#include "huge_pages.hpp"
 #include "op_table.hpp"
 #include "report.hpp"
 
@@ -90,6 +91,7 @@ struct Options {
   std::string out = "results";
   std::vector<std::int64_t> sizes;
   bool quick = false;
+  std::string pages = "huge";
   int rounds = 0;  // 0: 2, or 1 with --quick
   std::uint64_t seed = 0;
 };
@@ -126,9 +128,11 @@ int run(Options opt) {
   std::filesystem::create_directories(opt.out);
   const std::uint64_t seed = opt.seed ? opt.seed : std::random_device{}();
 
+  const std::string pages = opt.pages == "huge" ? use_huge_pages_for_host_views()
+                                                : "system default pages (THP " + transparent_huge_pages_mode() + ", --pages system)";
   Exec exec;
   SystemInfo sys{backend_name, compat::kokkos_version(), device_name(exec), __VERSION__, ROOFTOP_GIT, utc_timestamp(),
-                 compat::concurrency(exec)};
+                 compat::concurrency(exec), pages};
   std::printf("rooftop roofline harness: %s backend, Kokkos %s, %s, %d threads, seed %llu%s\n", sys.backend.c_str(),
               sys.kokkos_version.c_str(), sys.device.c_str(), sys.concurrency, static_cast<unsigned long long>(seed),
               opt.quick ? " (quick)" : "");
@@ -142,6 +146,9 @@ int run(Options opt) {
   };
   BandwidthSampler<Exec> bandwidth(exec);
   Ceilings ceilings = measure_ceilings(exec, bandwidth, opt.quick, progress);
+  sys.anon_huge_page_bytes = anon_huge_page_bytes();
+  std::printf("\nHost memory: %s; %.0f MB of this process's memory in huge pages after measuring the ceilings\n", sys.pages.c_str(),
+              sys.anon_huge_page_bytes / 1e6);
   auto print_bandwidth = [&ceilings](const char* when) {
     std::printf("\nBandwidth ceilings %s: DRAM %.1f GB/s (copy %.1f, add %.1f, triad %.1f, read %.1f), LLC %.1f GB/s\n",
                 when, ceilings.dram(), ceilings.bandwidth_gbs.at("dram_copy"), ceilings.bandwidth_gbs.at("dram_add"),
@@ -257,6 +264,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)");
   app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 2, 1 with --quick)");
   app.add_flag("--quick", opt.quick, "One size beyond the last-level cache, fewer repetitions");
+  app.add_option("--pages", opt.pages,
+                 "Host arrays in transparent huge pages where Linux offers them (huge), or in the system's default pages (system)")
+      ->check(CLI::IsMember({"huge", "system"}))
+      ->capture_default_str();
   app.allow_extras();  // --kokkos-* arguments are Kokkos's
   CLI11_PARSE(app, argc, argv);
   for (const auto& extra : app.remaining())
