@@ -142,6 +142,9 @@ class StreamCeilingKernels {
     return out;
   }
 
+  /// The key of the best-of figure ("dram" or "llc").
+  const std::string& prefix() const { return prefix_; }
+
   /// One timed run of kernel k, as measure() reports it (one key and the best-of key).
   std::map<std::string, double> measure_once(int k) const {
     const double gbs = bytes(k) / time_fenced(exec_, [&] { run(k); }) * 1e-9;
@@ -207,12 +210,15 @@ class BandwidthSampler {
 
   /// Times f() like time_repeated (warm-up, then at least `reps` runs and `min_seconds`),
   /// with one run of a ceiling kernel (copy, add, triad, read in turn) at the op's working set
-  /// after each timed run, kept in c where it beats it.
+  /// after each timed run, kept in c where it beats it. `paired_gbs` is raised to the best of
+  /// those runs: the bandwidth the machine gave a ceiling kernel while the op was being timed.
   template <class F>
-  Timing time_interleaved(Ceilings& c, bool cache_resident, F&& f, int warmup, int reps, double min_seconds) {
+  Timing time_interleaved(Ceilings& c, bool cache_resident, F&& f, int warmup, int reps, double min_seconds, double& paired_gbs) {
     const StreamCeilingKernels<Exec>& kernels = cache_resident ? llc_ : dram_;
     return time_repeated_with(exec_, f, warmup, reps, min_seconds, [&] {
-      keep_best_bandwidth(c, kernels.measure_once(next_++ % StreamCeilingKernels<Exec>::kernels));
+      const std::map<std::string, double> sample = kernels.measure_once(next_++ % StreamCeilingKernels<Exec>::kernels);
+      paired_gbs = std::max(paired_gbs, sample.at(kernels.prefix()));
+      keep_best_bandwidth(c, sample);
     });
   }
   /// Ceiling kernel runs interleaved with ops so far.

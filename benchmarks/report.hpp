@@ -27,6 +27,9 @@ struct Result {
   Timing timing;
   double gbs = 0, gflops = 0;
   double bandwidth_roof_gbs = 0, peak_gflops = 0, roof_gflops = 0, roof_fraction = 0;
+  // The same roof with the bandwidth the ceiling kernels got while this op was timed (their
+  // runs interleaved with its runs): op and ceiling in the same machine state.
+  double paired_bandwidth_gbs = 0, paired_roof_fraction = 0;
   std::string bound;     // "memory" or "compute"
   bool cache_resident = false;
   bool verified = false;
@@ -47,6 +50,8 @@ inline void place_under_roof(Result& r, const Ceilings& c) {
   r.roof_gflops = std::min(r.peak_gflops, r.cost.ai() * r.bandwidth_roof_gbs);
   r.bound = r.cost.bytes / r.bandwidth_roof_gbs >= r.cost.flops / r.peak_gflops ? "memory" : "compute";
   r.roof_fraction = c.roof_seconds(r.cost, r.dtype) / t;
+  if (r.paired_bandwidth_gbs > 0)
+    r.paired_roof_fraction = std::max(r.cost.bytes / (r.paired_bandwidth_gbs * 1e9), r.cost.flops / (r.peak_gflops * 1e9)) / t;
 }
 
 struct SystemInfo {
@@ -74,6 +79,7 @@ inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std:
                         {"repetitions", r.timing.repetitions}, {"gbs", r.gbs}, {"gflops", r.gflops},
                         {"roof_gflops", r.roof_gflops}, {"roof_fraction", r.roof_fraction}, {"bound", r.bound},
                         {"bandwidth_roof_gbs", r.bandwidth_roof_gbs}, {"cache_resident", r.cache_resident},
+                        {"paired_bandwidth_gbs", r.paired_bandwidth_gbs}, {"paired_roof_fraction", r.paired_roof_fraction},
                         {"verified", r.verified}};
     if (!r.verified) o["verify_error"] = r.verify_error;
     ops.push_back(o);
@@ -85,13 +91,13 @@ inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std:
 inline std::string to_csv(const std::vector<Result>& results) {
   std::ostringstream o;
   o << "op,dtype,shape,flops,bytes,ai,seconds_min,seconds_median,gbs,gflops,roof_gflops,roof_fraction,bound,"
-       "cache_resident,verified\n";
+       "cache_resident,verified,paired_bandwidth_gbs,paired_roof_fraction\n";
   o.precision(9);
   for (const auto& r : results)
     o << r.op << ',' << dtype_name(r.dtype) << ',' << shape_string(r.shape) << ',' << r.cost.flops << ',' << r.cost.bytes << ','
       << r.cost.ai() << ',' << r.timing.seconds_min << ',' << r.timing.seconds_median << ',' << r.gbs << ',' << r.gflops << ','
       << r.roof_gflops << ',' << r.roof_fraction << ',' << r.bound << ',' << (r.cache_resident ? "true" : "false") << ','
-      << (r.verified ? "true" : "false") << '\n';
+      << (r.verified ? "true" : "false") << ',' << r.paired_bandwidth_gbs << ',' << r.paired_roof_fraction << '\n';
   return o.str();
 }
 

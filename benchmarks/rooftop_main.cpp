@@ -97,14 +97,14 @@ struct Options {
 };
 
 void print_header() {
-  std::printf("%-9s %-15s %-18s %9s %11s %10s %10s %7s %6s %-8s %s\n", "[#/N]", "op", "dtype/shape", "MB", "time (us)", "GB/s",
-              "GFLOP/s", "AI", "roof", "bound", "verified");
+  std::printf("%-9s %-15s %-18s %9s %11s %10s %10s %7s %6s %6s %-8s %s\n", "[#/N]", "op", "dtype/shape", "MB", "time (us)", "GB/s",
+              "GFLOP/s", "AI", "roof", "paired", "bound", "verified");
 }
 
 void print_row(const char* tag, const Result& r) {
-  std::printf("%-9s %-15s %4s/%-13s %9.1f %11.1f %10.2f %10.2f %7.3f %5.0f%% %-8s %s%s\n", tag, r.op.c_str(), dtype_name(r.dtype),
-              shape_string(r.shape).c_str(), r.cost.bytes / 1e6, r.timing.seconds_min * 1e6, r.gbs, r.gflops, r.cost.ai(),
-              100 * r.roof_fraction, r.bound.c_str(), r.verified ? "yes" : ("NO: " + r.verify_error).c_str(),
+  std::printf("%-9s %-15s %4s/%-13s %9.1f %11.1f %10.2f %10.2f %7.3f %5.0f%% %5.0f%% %-8s %s%s\n", tag, r.op.c_str(),
+              dtype_name(r.dtype), shape_string(r.shape).c_str(), r.cost.bytes / 1e6, r.timing.seconds_min * 1e6, r.gbs, r.gflops,
+              r.cost.ai(), 100 * r.roof_fraction, 100 * r.paired_roof_fraction, r.bound.c_str(), r.verified ? "yes" : ("NO: " + r.verify_error).c_str(),
               r.cache_resident ? " (cache-resident)" : "");
   std::fflush(stdout);
 }
@@ -199,7 +199,9 @@ int run(Options opt) {
       r.dtype = p.dtype;
       r.shape = inst.shape;
       r.cost = inst.cost;
-      r.timing = bandwidth.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps, min_seconds);
+      r.paired_bandwidth_gbs = round > 0 ? results[k].paired_bandwidth_gbs : 0;
+      r.timing = bandwidth.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps, min_seconds,
+                                            r.paired_bandwidth_gbs);
       r.verify_error = inst.verify();  // after timing: checks the output the timed runs left
       failed[k] |= !r.verify_error.empty();
       if (round > 0) {
