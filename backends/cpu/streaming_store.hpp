@@ -93,6 +93,21 @@ inline void stream_bytes(void* dst, const void* src, std::size_t n) {
 #endif
 }
 
+/// A row to prefetch while another is written: `element_bytes` of it per element written.
+struct Prefetch {
+  const char* data = nullptr;
+  std::int64_t element_bytes = 0;
+  /// Prefetches the cache lines of [begin, end) bytes of the row into L2 (none if data is null).
+  void lines(std::int64_t begin, std::int64_t end) const {
+#if defined(ROOFTOP_HAS_STREAMING_STORES)
+    if (data)
+      for (std::int64_t b = begin & ~std::int64_t{63}; b < end; b += 64) _mm_prefetch(data + b, _MM_HINT_T1);
+#else
+    (void)begin, (void)end;
+#endif
+  }
+};
+
 /// Orders this thread's streaming stores before everything it does next.
 inline void stream_fence() {
 #if defined(ROOFTOP_HAS_STREAMING_STORES)
