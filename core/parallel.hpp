@@ -9,6 +9,7 @@
 /// loop the compiler vectorizes (reductions through fold_lanes' independent partials).
 #pragma once
 
+#include "../backends/cpu/narrow.hpp"
 #include "../backends/cpu/streaming_store.hpp"
 #include "reduction.hpp"
 
@@ -49,15 +50,35 @@ bool streams(std::int64_t count) {
   return count > 0 && static_cast<std::size_t>(count) * sizeof(T) >= streaming_store_threshold();
 }
 
+/// Whether a host kernel writing T values computed as V (the value function's result) computes
+/// them in fp32 blocks and narrows each block at once (cpu::narrow): fp16 from fp32 where the
+/// host has F16C. Values that already are T (a gather) are stored as they are.
+template <class Exec, class T, class V>
+inline constexpr bool host_narrows = cpu::narrows_in_blocks<T> && !std::is_same_v<std::decay_t<V>, T> &&
+                                     std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+
 /// Runs chunk(lo, hi) over [0, n) in 32 KB chunks of T, one work item each, fencing the
-/// chunk's streaming stores at its end.
-template <class T, class Exec, class Chunk>
-void for_each_streamed_chunk(const char* label, const Exec& exec, std::int64_t n, const Chunk& chunk) {
+/// chunk's streaming stores at its end where `streamed`.
+template <class T, bool streamed = true, class Exec, class Chunk>
+void for_each_chunk(const char* label, const Exec& exec, std::int64_t n, const Chunk& chunk) {
   constexpr std::int64_t size = 32768 / static_cast<std::int64_t>(sizeof(T));
   Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(exec, 0, (n + size - 1) / size), [=](const std::int64_t b) {
     chunk(b * size, n - b * size < size ? n : (b + 1) * size);
-    cpu::stream_fence();
+    if constexpr (streamed) cpu::stream_fence();
   });
+}
+
+/// out[j] = T(value(j)) for j in [0, n) on the host: 64 values at a time computed in fp32 into
+/// a buffer in L1, then narrowed together (cpu::narrow).
+template <class T, class Value>
+void narrow_values(T* out, std::int64_t n, const Value& value) {
+  constexpr std::int64_t buffer = 64;
+  alignas(64) float buf[buffer];
+  for (std::int64_t s = 0; s < n; s += buffer) {
+    const std::int64_t len = n - s < buffer ? n - s : buffer;
+    for (std::int64_t j = 0; j < len; ++j) buf[j] = static_cast<float>(value(s + j));
+    cpu::narrow(buf, out + s, len);
+  }
 }
 
 /// out[j] = value(j) for j in [0, n) with streaming stores, on the host: four cache lines at a
@@ -74,11 +95,11 @@ void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefet
   std::int64_t s = 0;
   for (; s + buffer <= n; s += buffer) {
     ahead.lines(s * ahead.element_bytes, (s + buffer) * ahead.element_bytes);
-    for (std::int64_t j = 0; j < buffer; ++j) buf[j] = value(s + j);
+    for (std::int64_t j = 0; j < buffer; ++j) buf[j] = T(value(s + j));
     cpu::stream_bytes(out + s, buf, sizeof buf);
   }
   ahead.lines(s * ahead.element_bytes, n * ahead.element_bytes);
-  for (std::int64_t j = 0; j < n - s; ++j) buf[j] = value(s + j);
+  for (std::int64_t j = 0; j < n - s; ++j) buf[j] = T(value(s + j));
   cpu::stream_bytes(out + s, buf, static_cast<std::size_t>(n - s) * sizeof(T));
 }
 
@@ -95,25 +116,35 @@ constexpr Stores light_op_stores() {
   return sizeof(T) >= 4 ? Stores::streamed_when_large : Stores::plain;
 }
 
-/// out(i) = value(i) for every i of the rank-1 View out: the loop of every elementwise op.
-/// With Stores::streamed_when_large, contiguous host outputs of at least
-/// streaming_store_threshold() bytes are computed four cache lines at a time into a buffer in L1 (a
-/// loop the compiler vectorizes) and streamed out (backends/cpu/streaming_store.hpp).
-/// Everything else is one work item per element.
+/// out(i) = T(value(i)) for every i of the rank-1 View out: the loop of every elementwise op
+/// (value returns the compute type, T converts). With Stores::streamed_when_large, contiguous
+/// host outputs of at least streaming_store_threshold() bytes are computed four cache lines at
+/// a time into a buffer in L1 (a loop the compiler vectorizes) and streamed out
+/// (backends/cpu/streaming_store.hpp); contiguous fp16 host outputs are narrowed in blocks
+/// (host_narrows). Everything else is one work item per element.
 template <Stores stores = Stores::plain, class Exec, class Out, class Value>
 void write_elements(const char* label, const Exec& exec, const Out& out, const Value& value) {
   using T = typename Out::value_type;
+  const auto n = static_cast<std::int64_t>(out.extent(0));
   if constexpr (host_streams<Exec> && stores == Stores::streamed_when_large) {
-    const auto n = static_cast<std::int64_t>(out.extent(0));
     if (out.stride(0) == 1 && streams<T>(n)) {
       T* const data = out.data();
-      for_each_streamed_chunk<T>(label, exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
+      for_each_chunk<T>(label, exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
         stream_values(data + lo, hi - lo, [&](const std::int64_t j) { return value(lo + j); });
       });
       return;
     }
   }
-  Kokkos::parallel_for(label, elements(exec, out), KOKKOS_LAMBDA(const std::int64_t i) { out(i) = value(i); });
+  if constexpr (host_narrows<Exec, T, decltype(value(n))>) {
+    if (out.stride(0) == 1) {
+      T* const data = out.data();
+      for_each_chunk<T, false>(label, exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
+        narrow_values(data + lo, hi - lo, [&](const std::int64_t j) { return value(lo + j); });
+      });
+      return;
+    }
+  }
+  Kokkos::parallel_for(label, elements(exec, out), KOKKOS_LAMBDA(const std::int64_t i) { out(i) = T(value(i)); });
 }
 
 /// A work item's scratch row of floats on the host (RowPlan::scratch_floats).
@@ -170,12 +201,14 @@ struct RowTeam {
     }
   }
 
-  /// y(row, j) = value(j) for j in [0, n): the row's output, streamed where the plan says so.
-  /// A streamed row prefetches `ahead` (next_row_of) as it goes: a row-wise op reads its input
-  /// row from memory in its first pass and then works from cache, so without it the memory
-  /// would idle while the core computes.
+  /// y(row, j) = T(value(j)) for j in [0, n): the row's output (value returns the compute
+  /// type), streamed where the plan says so, narrowed in blocks where host_narrows. A streamed
+  /// row prefetches `ahead` (next_row_of) as it goes: a row-wise op reads its input row from
+  /// memory in its first pass and then works from cache, so without it the memory would idle
+  /// while the core computes.
   template <class Y, class Value>
   KOKKOS_INLINE_FUNCTION void write(const Y& y, std::int64_t n, const Value& value, const cpu::Prefetch& ahead = {}) const {
+    using T = typename Y::value_type;
 #if !defined(__CUDA_ARCH__)
     if constexpr (host_streams<Exec>) {
       if (stream) {
@@ -183,9 +216,15 @@ struct RowTeam {
         return;
       }
     }
+    if constexpr (host_narrows<Exec, T, decltype(value(n))>) {
+      if (y.stride(1) == 1) {
+        narrow_values(&y(row, 0), n, value);
+        return;
+      }
+    }
 #endif
     (void)ahead;
-    for_each(n, [&](const std::int64_t j) { y(row, j) = value(j); });
+    for_each(n, [&](const std::int64_t j) { y(row, j) = T(value(j)); });
   }
 
   /// The row after this one of the (rows, cols) View x, for write() to prefetch on the host

@@ -31,7 +31,7 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
   mandate_fp32_math<T>();
   require_same_shape(op, "x", x, "y", y);
   write_elements<light ? light_op_stores<T>() : Stores::plain>(label, exec, y,
-                                                               KOKKOS_LAMBDA(const std::int64_t i) { return T(f(float(x(i)))); });
+                                                               KOKKOS_LAMBDA(const std::int64_t i) { return f(float(x(i))); });
 }
 
 /// y(r, c) = f.row(r)(x(r, c) + bias(c), c) in fp32 for (rows, cols) x, y and (cols) bias
@@ -52,7 +52,7 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
       label, exec, static_cast<std::int64_t>(x.extent(0)),
       KOKKOS_LAMBDA(const RowTeam<Exec>& r) {
         const auto g = f.row(r.row);
-        r.write(y, cols, [&](const std::int64_t c) { return T(g(float(x(r.row, c)) + float(bias(c)), c)); });
+        r.write(y, cols, [&](const std::int64_t c) { return g(float(x(r.row, c)) + float(bias(c)), c); });
       },
       plan_rows<Exec, light ? light_op_stores<T>() : Stores::plain>(y));
 }

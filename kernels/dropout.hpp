@@ -126,7 +126,7 @@ void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t s
     const auto xs = Kokkos::subview(x, range);
     const auto span = mask.span(static_cast<std::uint64_t>(lo));
     detail::write_elements("rooftop::dropout", exec, Kokkos::subview(y, range), KOKKOS_LAMBDA(const std::int64_t i) {
-      return T(mask.apply(float(xs(i)), span, static_cast<std::uint32_t>(i)));
+      return mask.apply(float(xs(i)), span, static_cast<std::uint32_t>(i));
     });
   }
 }

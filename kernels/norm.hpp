@@ -76,7 +76,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          // (layernorm fp32 in cache: 14 GB/s, 34 with the vector loop).
                          auto write = [&](const auto& w, const auto& b) {
                            r.write(y, cols, [&](const std::int64_t c) {
-                             return T((float(x(r.row, c)) - mean) * rstd * w(c) + b(c));
+                             return (float(x(r.row, c)) - mean) * rstd * w(c) + b(c);
                            }, r.next_row_of(x));
                          };
                          auto weight_of = [&](const std::int64_t c) { return float(weight(c)); };
@@ -130,9 +130,9 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
                              detail::Plus{});
                          const float rrms = 1.0f / compat::sqrt(squares * inv_cols + e);
                          if (has_weight) {
-                           r.write(y, cols, [&](const std::int64_t c) { return T(float(x(r.row, c)) * rrms * float(weight(c))); }, r.next_row_of(x));
+                           r.write(y, cols, [&](const std::int64_t c) { return float(x(r.row, c)) * rrms * float(weight(c)); }, r.next_row_of(x));
                          } else {
-                           r.write(y, cols, [&](const std::int64_t c) { return T(float(x(r.row, c)) * rrms); }, r.next_row_of(x));
+                           r.write(y, cols, [&](const std::int64_t c) { return float(x(r.row, c)) * rrms; }, r.next_row_of(x));
                          }
                        },
                        detail::plan_rows<Exec, detail::light_op_stores<T>()>(y));

@@ -103,7 +103,7 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
         Plus{});
     r.barrier();
     const float inv = 1.0f / s;
-    r.write(y, cols, [&](const std::int64_t c) { return T(e_at(c) * inv); }, r.next_row_of(x));
+    r.write(y, cols, [&](const std::int64_t c) { return e_at(c) * inv; }, r.next_row_of(x));
   } else {
     // GPU, bf16/fp16 output, which would round the stored exponentials: the online max and
     // sum in one read instead, and exp again for the output.

@@ -37,7 +37,7 @@ void copy(const Exec& exec, const X& x, const Y& y) {
     if (x.stride(0) == 1 && y.stride(0) == 1 && detail::streams<T>(n)) {
       const T* const from = x.data();
       T* const to = y.data();
-      detail::for_each_streamed_chunk<T>("rooftop::copy", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
+      detail::for_each_chunk<T>("rooftop::copy", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
         cpu::stream_bytes(to + lo, from + lo, static_cast<std::size_t>(hi - lo) * sizeof(T));
       });
       return;
@@ -64,7 +64,7 @@ void scale(const Exec& exec, double alpha, const X& x, const Y& y) {
   detail::require_same_shape("scale", "x", x, "y", y);
   const C a = static_cast<C>(alpha);
   detail::write_elements<detail::light_op_stores<T>()>("rooftop::scale", exec, y,
-                                                       KOKKOS_LAMBDA(const std::int64_t i) { return T(a * C(x(i))); });
+                                                       KOKKOS_LAMBDA(const std::int64_t i) { return a * C(x(i)); });
 }
 template <class X, class Y>
 void scale(double alpha, const X& x, const Y& y) { scale(typename Y::execution_space{}, alpha, x, y); }
@@ -86,7 +86,7 @@ void add(const Exec& exec, const X& x, const Y& y, const Z& z) {
   detail::require_same_shape("add", "x", x, "y", y);
   detail::require_same_shape("add", "x", x, "z", z);
   detail::write_elements<detail::light_op_stores<T>()>("rooftop::add", exec, z,
-                                                       KOKKOS_LAMBDA(const std::int64_t i) { return T(C(x(i)) + C(y(i))); });
+                                                       KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)) + C(y(i)); });
 }
 template <class X, class Y, class Z>
 void add(const X& x, const Y& y, const Z& z) { add(typename Z::execution_space{}, x, y, z); }
@@ -109,7 +109,7 @@ void triad(const Exec& exec, double alpha, const X& x, const Y& y, const Z& z) {
   detail::require_same_shape("triad", "x", x, "z", z);
   const C a = static_cast<C>(alpha);
   detail::write_elements<detail::light_op_stores<T>()>("rooftop::triad", exec, z,
-                                                       KOKKOS_LAMBDA(const std::int64_t i) { return T(C(x(i)) + a * C(y(i))); });
+                                                       KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)) + a * C(y(i)); });
 }
 template <class X, class Y, class Z>
 void triad(double alpha, const X& x, const Y& y, const Z& z) { triad(typename Z::execution_space{}, alpha, x, y, z); }

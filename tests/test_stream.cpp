@@ -129,6 +129,31 @@ TEST_CASE_TEMPLATE("outputs may alias inputs; strided and misaligned Views work"
   }
 }
 
+TEST_CASE_TEMPLATE("scale of every bf16/fp16 bit pattern rounds exactly like the scalar conversion", T, bf16, fp16) {
+  // Every bit pattern (NaN, Inf, subnormals, ties) times 1, 2^-12 and 2^12: the result must be
+  // T(alpha * float(x)) bit for bit (NaN: any NaN), whichever way the host narrows (cpu::narrow:
+  // F16C blocks for fp16, with a scalar tail: n is not a multiple of 8).
+  const std::int64_t n = 65536 + 5;
+  auto x = test::Vector<T>("x", n);
+  auto hx = Kokkos::create_mirror_view(x);
+  for (std::int64_t i = 0; i < n; ++i) hx(i) = T::from_bits(static_cast<std::uint16_t>(i));
+  Kokkos::deep_copy(x, hx);
+  for (const double alpha : {1.0, 0x1p-12, 0x1p12}) {
+    CAPTURE(alpha);
+    auto y = test::poisoned_vector<T>(n);
+    rooftop::scale(Exec(), alpha, x, y);
+    auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T want(static_cast<float>(alpha) * float(hx(i)));
+      const bool ok = std::isnan(float(want)) ? std::isnan(float(hy(i))) : hy(i).bits == want.bits;
+      if (!ok) {
+        FAIL_CHECK("x bits " << hx(i).bits << ": got bits " << hy(i).bits << ", want " << want.bits);
+        break;
+      }
+    }
+  }
+}
+
 TEST_CASE("default execution space overloads") {
   auto x = test::random_vector<float>(100), y = test::poisoned_vector<float>(100);
   rooftop::copy(x, y);
