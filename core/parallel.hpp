@@ -68,39 +68,46 @@ void for_each_chunk(const char* label, const Exec& exec, std::int64_t n, const C
   });
 }
 
-/// out[j] = T(value(j)) for j in [0, n) on the host: 64 values at a time computed in fp32 into
-/// a buffer in L1, then narrowed together (cpu::narrow).
-template <class T, class Value>
-void narrow_values(T* out, std::int64_t n, const Value& value) {
-  constexpr std::int64_t buffer = 64;
-  alignas(64) float buf[buffer];
-  for (std::int64_t s = 0; s < n; s += buffer) {
-    const std::int64_t len = n - s < buffer ? n - s : buffer;
-    for (std::int64_t j = 0; j < len; ++j) buf[j] = static_cast<float>(value(s + j));
-    cpu::narrow(buf, out + s, len);
+/// The host's buffered write: value(j) for j in [0, n) computed `block` at a time as U into a
+/// buffer in L1 (a loop of constant trip count the compiler vectorizes), each block then handed
+/// to emit(buf, first, count) to store.
+template <class U, std::int64_t block, class Value, class Emit>
+void in_blocks(std::int64_t n, const Value& value, const Emit& emit) {
+  alignas(64) U buf[block];
+  std::int64_t s = 0;
+  for (; s + block <= n; s += block) {
+    for (std::int64_t j = 0; j < block; ++j) buf[j] = U(value(s + j));
+    emit(buf, s, block);
   }
+  if (s == n) return;
+  for (std::int64_t j = 0; j < n - s; ++j) buf[j] = U(value(s + j));
+  emit(buf, s, n - s);
 }
 
-/// out[j] = value(j) for j in [0, n) with streaming stores, on the host: four cache lines at a
-/// time computed into a buffer in L1 (a loop the compiler vectorizes), then streamed out. The
-/// caller fences. `ahead` names a row to prefetch meanwhile, element_bytes per element of out.
-/// Four lines keep the loads and the streaming stores interleaved finely: fp64
-/// triad at 268 MB on the 2-core Zen 3 VM, interleaved in one process, reached a median of
-/// 48-50 GB/s through 64-256 byte buffers, 40 GB/s through 1 KB ones, and 46 GB/s storing each
-/// vector as it is computed.
+/// out[j] = T(value(j)) for j in [0, n) on the host: 64 values at a time computed in fp32, then
+/// narrowed together (cpu::narrow).
+template <class T, class Value>
+void narrow_values(T* out, std::int64_t n, const Value& value) {
+  in_blocks<float, 64>(n, value, [&](const float* buf, std::int64_t first, std::int64_t count) { cpu::narrow(buf, out + first, count); });
+}
+
+/// out[j] = T(value(j)) for j in [0, n) with streaming stores, on the host: four cache lines at
+/// a time, streamed out from the buffer. The caller fences. `ahead` names a row to prefetch
+/// meanwhile, element_bytes per element of out. Four lines keep the loads and the streaming
+/// stores interleaved finely: fp64 triad at 268 MB on the 2-core Zen 3 VM, interleaved in one
+/// process, reached a median of 48-50 GB/s through 64-256 byte buffers, 40 GB/s through 1 KB
+/// ones, and 46 GB/s storing each vector as it is computed.
 template <class T, class Value>
 void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefetch& ahead = {}) {
-  constexpr std::int64_t buffer = 256 / static_cast<std::int64_t>(sizeof(T));
-  alignas(64) T buf[buffer];
-  std::int64_t s = 0;
-  for (; s + buffer <= n; s += buffer) {
-    ahead.lines(s * ahead.element_bytes, (s + buffer) * ahead.element_bytes);
-    for (std::int64_t j = 0; j < buffer; ++j) buf[j] = T(value(s + j));
-    cpu::stream_bytes(out + s, buf, sizeof buf);
-  }
-  ahead.lines(s * ahead.element_bytes, n * ahead.element_bytes);
-  for (std::int64_t j = 0; j < n - s; ++j) buf[j] = T(value(s + j));
-  cpu::stream_bytes(out + s, buf, static_cast<std::size_t>(n - s) * sizeof(T));
+  constexpr std::int64_t block = 256 / static_cast<std::int64_t>(sizeof(T));
+  auto stream = [&](const T* buf, std::int64_t first, std::int64_t count) {
+    cpu::stream_bytes(out + first, buf, static_cast<std::size_t>(count) * sizeof(T));
+  };
+  if (!ahead.data) return in_blocks<T, block>(n, value, stream);
+  in_blocks<T, block>(n, value, [&](const T* buf, std::int64_t first, std::int64_t count) {
+    ahead.lines(first * ahead.element_bytes, (first + count) * ahead.element_bytes);
+    stream(buf, first, count);
+  });
 }
 
 /// How an elementwise or row-wise op's outputs may be written on the host when they are large.
