@@ -1,40 +1,95 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// transpose and transpose_naive: exact for every dtype on empty, single-row/column, odd,
-// non-tile-multiple and large matrices; preconditions.
+// transpose and transpose_naive: bit-exact for every dtype on empty, single-row/column, odd,
+// non-tile-multiple and large matrices, with plain and streamed stores, in LayoutRight,
+// LayoutLeft, padded and mixed layouts; preconditions.
 #include "common.hpp"
 
 #include <rooftop/kernels/transpose.hpp>
 
+#include <cstring>
 #include <utility>
 
 using namespace rooftop;
 using test::Exec;
 using test::host;
 
+namespace {
+/// Requires out(j, i) == in(i, j) bit for bit, for Views of any layout.
+template <class In, class Out>
+void require_transposed(const In& in, const Out& out) {
+  const auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), in);
+  const auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  for (std::size_t i = 0; i < hi.extent(0); ++i)
+    for (std::size_t j = 0; j < hi.extent(1); ++j)
+      if (std::memcmp(&ho(j, i), &hi(i, j), sizeof(hi(i, j))) != 0) {
+        CAPTURE(i);
+        CAPTURE(j);
+        REQUIRE(static_cast<double>(ho(j, i)) == static_cast<double>(hi(i, j)));
+      }
+}
+
+/// Runs the tiled or the naive kernel.
+template <class In, class Out>
+void run(bool tiled, const In& in, const Out& out) {
+  if (tiled)
+    rooftop::transpose(Exec(), in, out);
+  else
+    rooftop::transpose_naive(Exec(), in, out);
+}
+}  // namespace
+
+// Shapes: empty, single row/column, smaller than a tile, not a multiple of the tile or the host
+// block (fp64 32, fp32 64, 2-byte 128 elements), whole blocks, and ragged blocks on both edges.
 TEST_CASE_TEMPLATE("transpose: both kernels are exact", T, ROOFTOP_DTYPES) {
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
-      {0, 7}, {7, 0}, {1, 1}, {1, 1000}, {1000, 1}, {13, 29}, {31, 33}, {65, 97}, {64, 128}, {1000, 3001}};
-  for (const auto& shape : shapes) {
-    const std::int64_t rows = shape.first, cols = shape.second;
-    CAPTURE(rows);
-    CAPTURE(cols);
-    const auto in = test::random_matrix<T>(rows, cols);
-    const auto hi = host(in);
+      {0, 7}, {7, 0}, {1, 1}, {1, 1000}, {1000, 1}, {13, 29}, {31, 33}, {65, 97}, {64, 128}, {256, 384}, {1000, 3001}};
+  for (const std::size_t threshold : test::store_thresholds) {
+    test::StreamingThreshold stores(threshold);
+    CAPTURE(threshold);
+    for (const auto& shape : shapes) {
+      const std::int64_t rows = shape.first, cols = shape.second;
+      CAPTURE(rows);
+      CAPTURE(cols);
+      const auto in = test::random_matrix<T>(rows, cols);
+      for (const bool tiled : {true, false}) {
+        CAPTURE(tiled);
+        const auto out = test::poisoned_matrix<T>(cols, rows);
+        run(tiled, in, out);
+        require_transposed(in, out);
+      }
+    }
+  }
+}
+
+// LayoutLeft on both sides (the same transpose of the (cols, rows) matrix), rows with padding
+// between them (subviews of a wider matrix), and mixed layouts (an element-by-element copy).
+TEST_CASE_TEMPLATE("transpose: other layouts and strides", T, ROOFTOP_DTYPES) {
+  using Left = Kokkos::View<T**, Kokkos::LayoutLeft, BackendMemory>;
+  const std::int64_t rows = 300, cols = 259;
+  for (const std::size_t threshold : test::store_thresholds) {
+    test::StreamingThreshold stores(threshold);
+    CAPTURE(threshold);
+    const auto right = test::random_matrix<T>(rows, cols);
+    Left left("in", rows, cols);
+    Kokkos::deep_copy(left, right);
+    const auto wide = test::random_matrix<T>(rows, cols + 37);
+    const auto padded = Kokkos::subview(wide, Kokkos::ALL, std::make_pair(std::int64_t{5}, cols + 5));
     for (const bool tiled : {true, false}) {
       CAPTURE(tiled);
-      const auto out = test::poisoned_matrix<T>(cols, rows);
-      if (tiled)
-        rooftop::transpose(Exec(), in, out);
-      else
-        rooftop::transpose_naive(Exec(), in, out);
-      const auto ho = host(out);
-      for (std::int64_t i = 0; i < rows; ++i)
-        for (std::int64_t j = 0; j < cols; ++j)
-          if (ho[j * rows + i] != hi[i * cols + j]) {
-            CAPTURE(i);
-            CAPTURE(j);
-            REQUIRE(ho[j * rows + i] == hi[i * cols + j]);
-          }
+      Left left_out("out", cols, rows);
+      Kokkos::deep_copy(left_out, test::poisoned_matrix<T>(cols, rows));
+      run(tiled, left, left_out);
+      require_transposed(left, left_out);
+
+      const auto wide_out = test::poisoned_matrix<T>(cols, rows + 19);
+      const auto padded_out = Kokkos::subview(wide_out, Kokkos::ALL, std::make_pair(std::int64_t{3}, rows + 3));
+      run(tiled, padded, padded_out);
+      require_transposed(padded, padded_out);
+
+      Left mixed_out("out", cols, rows);
+      Kokkos::deep_copy(mixed_out, test::poisoned_matrix<T>(cols, rows));
+      run(tiled, right, mixed_out);
+      require_transposed(right, mixed_out);
     }
   }
 }
