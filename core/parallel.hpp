@@ -96,16 +96,25 @@ void narrow_values(T* out, std::int64_t n, const Value& value) {
 /// meanwhile, element_bytes per element of out. Four lines keep the loads and the streaming
 /// stores interleaved finely: fp64 triad at 268 MB on the 2-core Zen 3 VM, interleaved in one
 /// process, reached a median of 48-50 GB/s through 64-256 byte buffers, 40 GB/s through 1 KB
-/// ones, and 46 GB/s storing each vector as it is computed.
+/// ones, and 46 GB/s storing each vector as it is computed. Only whole lines are streamed: the
+/// values before out's first line boundary and after its last are stored plainly, since the
+/// rest of those lines may be written by another work item (a streamed partial line is a
+/// partial write-combining flush, and a line written both ways; see cpu::stream_whole_lines).
 template <class T, class Value>
 void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefetch& ahead = {}) {
   constexpr std::int64_t block = 256 / static_cast<std::int64_t>(sizeof(T));
+  const auto misaligned = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out) & 63);
+  std::int64_t head = misaligned % static_cast<std::int64_t>(sizeof(T)) == 0 ? ((64 - misaligned) & 63) / static_cast<std::int64_t>(sizeof(T)) : 0;
+  head = head < n ? head : n;
+  for (std::int64_t j = 0; j < head; ++j) out[j] = T(value(j));
+  T* const lines = out + head;
+  auto rest = [&](const std::int64_t j) { return value(head + j); };
   auto stream = [&](const T* buf, std::int64_t first, std::int64_t count) {
-    cpu::stream_bytes(out + first, buf, static_cast<std::size_t>(count) * sizeof(T));
+    cpu::stream_whole_lines(lines + first, buf, static_cast<std::size_t>(count) * sizeof(T));
   };
-  if (!ahead.data) return in_blocks<T, block>(n, value, stream);
-  in_blocks<T, block>(n, value, [&](const T* buf, std::int64_t first, std::int64_t count) {
-    ahead.lines(first * ahead.element_bytes, (first + count) * ahead.element_bytes);
+  if (!ahead.data) return in_blocks<T, block>(n - head, rest, stream);
+  in_blocks<T, block>(n - head, rest, [&](const T* buf, std::int64_t first, std::int64_t count) {
+    ahead.lines((head + first) * ahead.element_bytes, (head + first + count) * ahead.element_bytes);
     stream(buf, first, count);
   });
 }
