@@ -261,7 +261,7 @@ struct RowTeam {
 #if !defined(__CUDA_ARCH__)
     if constexpr (host_streams<Exec>) {
       if (stream) {
-        cpu::stream_bytes(&y(row, 0), src, static_cast<std::size_t>(n) * sizeof(typename Y::value_type));
+        cpu::stream_whole_lines(&y(row, 0), src, static_cast<std::size_t>(n) * sizeof(typename Y::value_type));
         return;
       }
     }

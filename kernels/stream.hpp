@@ -38,7 +38,7 @@ void copy(const Exec& exec, const X& x, const Y& y) {
       const T* const from = x.data();
       T* const to = y.data();
       detail::for_each_chunk<T>("rooftop::copy", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
-        cpu::stream_bytes(to + lo, from + lo, static_cast<std::size_t>(hi - lo) * sizeof(T));
+        cpu::stream_whole_lines(to + lo, from + lo, static_cast<std::size_t>(hi - lo) * sizeof(T));
       });
       return;
     }
