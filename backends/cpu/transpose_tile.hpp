@@ -2,9 +2,10 @@
 /// \file
 /// Transposing one small square tile in registers on the host: `tile_edge<T>` elements on a
 /// side, as many as one vector register holds of a row (AVX: 4 fp64, 8 fp32; AVX2: 16 of a
-/// 2-byte type, SSE2: 8). The tile's rows are loaded whole, shuffled (unpack / shuffle / lane permute)
-/// and stored whole, where GCC 12 turns the portable loop into one load and one store per
-/// element. Hosts without the instructions get that loop.
+/// 2-byte type, SSE2: 8). The tile's rows are loaded whole, shuffled (unpack, shuffle, lane
+/// permute) and stored whole, where GCC 12 turns the portable loop into one load and one
+/// store per element. Hosts without the instructions get that loop. (Built here with
+/// -mno-avx2 and with -mno-avx, test_transpose passed on the SSE2 and portable paths too.)
 #pragma once
 
 #include <cstdint>
@@ -90,15 +91,17 @@ inline void transpose_tile(const T* src, std::int64_t src_stride, T* dst, std::i
   }
 #endif
 #if defined(__AVX2__) && defined(ROOFTOP_HAS_SSE2_TILES)
-  if constexpr (sizeof(T) == 2) {  // 16 x 16: the 8 x 8 transposes of each lane of rows 0-7 and 8-15, lanes then joined
+  if constexpr (sizeof(T) == 2) {  // 16 x 16: each lane of rows 0-7 and of rows 8-15 transposed, lanes then joined
     __m256i r[2][8], t[2][8];
+    auto lo16 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi16(a, b); };
+    auto hi16 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi16(a, b); };
+    auto lo32 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi32(a, b); };
+    auto hi32 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi32(a, b); };
+    auto lo64 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi64(a, b); };
+    auto hi64 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi64(a, b); };
     for (int h = 0; h < 2; ++h) {
       for (int i = 0; i < 8; ++i) r[h][i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (8 * h + i) * src_stride));
-      detail::transpose_8x8_epi16(
-          r[h], t[h], [](__m256i a, __m256i b) { return _mm256_unpacklo_epi16(a, b); },
-          [](__m256i a, __m256i b) { return _mm256_unpackhi_epi16(a, b); }, [](__m256i a, __m256i b) { return _mm256_unpacklo_epi32(a, b); },
-          [](__m256i a, __m256i b) { return _mm256_unpackhi_epi32(a, b); }, [](__m256i a, __m256i b) { return _mm256_unpacklo_epi64(a, b); },
-          [](__m256i a, __m256i b) { return _mm256_unpackhi_epi64(a, b); });
+      detail::transpose_8x8_epi16(r[h], t[h], lo16, hi16, lo32, hi32, lo64, hi64);
     }
     for (int k = 0; k < 8; ++k) {  // t[h][k]: column k of rows 8h..8h+7 in lane 0, column k + 8 in lane 1
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k * dst_stride), _mm256_permute2x128_si256(t[0][k], t[1][k], 0x20));
@@ -109,11 +112,14 @@ inline void transpose_tile(const T* src, std::int64_t src_stride, T* dst, std::i
 #elif defined(ROOFTOP_HAS_SSE2_TILES)
   if constexpr (sizeof(T) == 2) {  // 8 x 8
     __m128i r[8], t[8];
+    auto lo16 = [](__m128i a, __m128i b) { return _mm_unpacklo_epi16(a, b); };
+    auto hi16 = [](__m128i a, __m128i b) { return _mm_unpackhi_epi16(a, b); };
+    auto lo32 = [](__m128i a, __m128i b) { return _mm_unpacklo_epi32(a, b); };
+    auto hi32 = [](__m128i a, __m128i b) { return _mm_unpackhi_epi32(a, b); };
+    auto lo64 = [](__m128i a, __m128i b) { return _mm_unpacklo_epi64(a, b); };
+    auto hi64 = [](__m128i a, __m128i b) { return _mm_unpackhi_epi64(a, b); };
     for (int i = 0; i < 8; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * src_stride));
-    detail::transpose_8x8_epi16(
-        r, t, [](__m128i a, __m128i b) { return _mm_unpacklo_epi16(a, b); }, [](__m128i a, __m128i b) { return _mm_unpackhi_epi16(a, b); },
-        [](__m128i a, __m128i b) { return _mm_unpacklo_epi32(a, b); }, [](__m128i a, __m128i b) { return _mm_unpackhi_epi32(a, b); },
-        [](__m128i a, __m128i b) { return _mm_unpacklo_epi64(a, b); }, [](__m128i a, __m128i b) { return _mm_unpackhi_epi64(a, b); });
+    detail::transpose_8x8_epi16(r, t, lo16, hi16, lo32, hi32, lo64, hi64);
     for (int k = 0; k < 8; ++k) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k * dst_stride), t[k]);
     return;
   }
