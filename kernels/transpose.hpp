@@ -98,11 +98,13 @@ void transpose_tiles_in_scratch(const Exec& exec, const In& in, const Out& out, 
 /// Blocks go along strips of src rows, or down strips of src columns (`down`: a strip is then
 /// a run of dst rows), and work item k of `items` takes the k-th contiguous run of them. While
 /// it transposes a block into one of two L1 buffers, it prefetches the next block's lines and
-/// writes out the previous block's buffer, a few dst rows per tile: reads and writes overlap, where transposing a whole block
-/// and then writing it left the memory bus half idle in each phase (fp64 4096 x 4096 on the
-/// 2-core Zen 3 VM, in one process: 25-28 GB/s one phase after the other, 30-34 overlapped,
-/// copy 38-43). Tiles stored straight into dst would write rows a power of two bytes apart
-/// into a handful of L1 sets (fp32 1024 x 1024: 23 GB/s).
+/// writes out the previous block's buffer, a few dst rows per tile: reads and writes overlap,
+/// where transposing a whole block and then writing it left the memory bus half idle in each
+/// phase (fp64 4096 x 4096 on the 2-core Zen 3 VM, in one process: 25-28 GB/s one phase after
+/// the other, 30-34 overlapped, copy 38-43). Tiles stored straight into dst would write rows a
+/// power of two bytes apart into a handful of L1 sets (fp32 1024 x 1024: 23 GB/s). Blocks of
+/// 128 x 64 or 256 x 64 two-byte values (rows x columns) moved 10-15% more than 128 x 128
+/// when rows were line-aligned and less otherwise; fp32 and fp64 did best with square blocks.
 ///
 /// When `streamed`, dst's whole lines are written with streaming stores. Where dst's rows are
 /// not line-aligned, a block's row segment ends inside a line that the next block down the
