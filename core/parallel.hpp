@@ -103,9 +103,9 @@ void narrow_values(T* out, std::int64_t n, const Value& value) {
 template <class T, class Value>
 void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefetch& ahead = {}) {
   constexpr std::int64_t block = 256 / static_cast<std::int64_t>(sizeof(T));
-  const auto misaligned = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out) & 63);
-  std::int64_t head = misaligned % static_cast<std::int64_t>(sizeof(T)) == 0 ? ((64 - misaligned) & 63) / static_cast<std::int64_t>(sizeof(T)) : 0;
-  head = head < n ? head : n;
+  // Plain stores up to out's first line boundary, so that every block starts on one.
+  const auto to_boundary = static_cast<std::int64_t>((64 - (reinterpret_cast<std::uintptr_t>(out) & 63)) & 63) / static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t head = to_boundary < n ? to_boundary : n;
   for (std::int64_t j = 0; j < head; ++j) out[j] = T(value(j));
   T* const lines = out + head;
   auto rest = [&](const std::int64_t j) { return value(head + j); };

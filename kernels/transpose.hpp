@@ -189,30 +189,35 @@ struct HostTranspose {
         std::memcpy(to, from, block * sizeof(T));
         continue;
       }
-      // Elements up to the next line boundary: the rest of the line the carry began, if any.
+      // A carry begun by the block above is completed by this segment's first `head` elements
+      // (those up to the next line boundary) and streamed as one whole line; the rest of the
+      // segment is streamed up to its last line boundary, and what follows waits in the carry.
       const std::int64_t head = static_cast<std::int64_t>((64 - (reinterpret_cast<std::uintptr_t>(to) & 63)) & 63) / sizeof(T);
       std::int64_t& waiting = carry.count[c];
+      std::int64_t start = 0;
       if (waiting > 0) {
         alignas(64) T whole[line];
-        std::memcpy(whole, carry.values[c], waiting * sizeof(T));
-        std::memcpy(whole + waiting, from, head * sizeof(T));
+        copy_elements(whole, carry.values[c], waiting);
+        copy_elements(whole + waiting, from, head);
         cpu::stream_whole_lines(to - waiting, whole, 64);
-      } else {
-        cpu::copy_short(reinterpret_cast<char*>(to), reinterpret_cast<const char*>(from), head * sizeof(T));
+        start = head;
       }
-      const std::int64_t tail = (block - head) % line, body = block - head - tail;
-      cpu::stream_whole_lines(to + head, from + head, body * sizeof(T));
-      std::memcpy(carry.values[c], from + head + body, tail * sizeof(T));
+      const std::int64_t tail = (block - head) % line;
+      cpu::stream_whole_lines(to + start, from + start, (block - start - tail) * sizeof(T));
+      copy_elements(carry.values[c], from + block - tail, tail);
       waiting = tail;
     }
+  }
+
+  /// Copies n < line elements (a part of one line) without a variable-size memcpy.
+  static void copy_elements(T* to, const T* from, std::int64_t n) {
+    cpu::copy_short(reinterpret_cast<char*>(to), reinterpret_cast<const char*>(from), static_cast<std::size_t>(n) * sizeof(T));
   }
 
   /// Writes what waits in the carry with plain stores (at the end of the block written to `at`).
   void finish(Carry& carry, T* at) const {
     for (std::int64_t c = 0; c < block; ++c) {
-      if (carry.count[c] > 0)
-        cpu::copy_short(reinterpret_cast<char*>(at + c * dst_stride + block - carry.count[c]),
-                        reinterpret_cast<const char*>(carry.values[c]), carry.count[c] * sizeof(T));
+      copy_elements(at + c * dst_stride + block - carry.count[c], carry.values[c], carry.count[c]);
       carry.count[c] = 0;
     }
   }
