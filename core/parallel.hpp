@@ -9,11 +9,12 @@
 /// loop the compiler vectorizes (reductions through fold_lanes' independent partials).
 #pragma once
 
-#include "../backends/cpu/narrow.hpp"
+#include "../backends/cpu/convert.hpp"
 #include "../backends/cpu/streaming_store.hpp"
 #include "reduction.hpp"
 
 #include <cstdint>
+#include <utility>
 
 /// Loop hints for register-blocked kernels. ROOFTOP_UNROLL fully unrolls a short loop of fixed
 /// length (a register block's rows and columns); ROOFTOP_SIMD marks a loop to vectorize (without
@@ -50,12 +51,42 @@ bool streams(std::int64_t count) {
   return count > 0 && static_cast<std::size_t>(count) * sizeof(T) >= streaming_store_threshold();
 }
 
+/// Whether a host kernel narrows its fp32 results to T in blocks (backends/cpu/convert.hpp):
+/// fp16 where the host has F16C, bf16 where it has AVX2.
+template <class Exec, class T>
+inline constexpr bool host_converts =
+    cpu::narrows_in_blocks<std::remove_cv_t<T>> && std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+
+/// host_converts, for an output of T whose inputs X... all hold T.
+template <class Exec, class T, class... X>
+inline constexpr bool host_converts_all = host_converts<Exec, T> && (std::is_same_v<typename X::non_const_value_type, T> && ...);
+
+/// Whether a host kernel reads T through buffers widened in blocks rather than converting each
+/// value where it is read (cpu::widens_in_blocks: fp16 with F16C).
+template <class Exec, class T>
+inline constexpr bool host_widens =
+    cpu::widens_in_blocks<std::remove_cv_t<T>> && std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+
+/// A float copy of the host rank-1 View v (empty if v is), for parameters every row of a
+/// row-wise kernel reads (weights, biases) where host_widens: the rows then convert nothing of
+/// them per element.
+template <class V>
+Kokkos::View<float*, Kokkos::HostSpace> widened_copy(const V& v) {
+  const auto n = static_cast<std::int64_t>(v.extent(0));
+  Kokkos::View<float*, Kokkos::HostSpace> out(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::widened"), n);
+  if (v.stride(0) == 1) {
+    cpu::widen(v.data(), out.data(), n);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) out(i) = float(v(i));
+  }
+  return out;
+}
+
 /// Whether a host kernel writing T values computed as V (the value function's result) computes
-/// them in fp32 blocks and narrows each block at once (cpu::narrow): fp16 from fp32 where the
-/// host has F16C. Values that already are T (a gather) are stored as they are.
+/// them in fp32 blocks and narrows each block at once (cpu::narrow). Values that already are T
+/// (a gather) are stored as they are.
 template <class Exec, class T, class V>
-inline constexpr bool host_narrows = cpu::narrows_in_blocks<T> && !std::is_same_v<std::decay_t<V>, T> &&
-                                     std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+inline constexpr bool host_narrows = host_converts<Exec, T> && !std::is_same_v<std::decay_t<V>, T>;
 
 /// Runs chunk(lo, hi) over [0, n) in 32 KB chunks of T, one work item each, fencing the
 /// chunk's streaming stores at its end where `streamed`.
@@ -89,6 +120,32 @@ void in_blocks(std::int64_t n, const Value& value, const Emit& emit) {
 template <class T, class Value>
 void narrow_values(T* out, std::int64_t n, const Value& value) {
   in_blocks<float, 64>(n, value, [&](const float* buf, std::int64_t first, std::int64_t count) { cpu::narrow(buf, out + first, count); });
+}
+
+/// out[j] = T(f(j, float(in[j])...)) for j in [0, n) on the host, 128 elements at a time: each
+/// input's block widened into an L1 buffer (cpu::widen), f applied over the buffers (a loop the
+/// compiler vectorizes), the results narrowed into out (cpu::narrow). For 2-byte types, whose
+/// element-by-element conversions the compiler either leaves scalar (fp16) or vectorizes into
+/// twice the instructions (bf16).
+template <class T, class F, class... In, std::size_t... k>
+void convert_map(T* out, std::int64_t n, const F& f, std::index_sequence<k...>, const In*... in) {
+  constexpr std::int64_t block = 128;
+  alignas(64) float wide[sizeof...(In)][block];
+  alignas(64) float buf[block];
+  for (std::int64_t s = 0; s < n; s += block) {
+    const std::int64_t count = n - s < block ? n - s : block;
+    (cpu::widen(in + s, wide[k], count), ...);
+    if (count == block) {
+      for (std::int64_t j = 0; j < block; ++j) buf[j] = f(s + j, wide[k][j]...);
+    } else {
+      for (std::int64_t j = 0; j < count; ++j) buf[j] = f(s + j, wide[k][j]...);
+    }
+    cpu::narrow(buf, out + s, count);
+  }
+}
+template <class T, class F, class... In>
+void convert_map(T* out, std::int64_t n, const F& f, const In*... in) {
+  convert_map(out, n, f, std::index_sequence_for<In...>{}, in...);
 }
 
 /// out[j] = T(value(j)) for j in [0, n) with streaming stores, on the host: four cache lines at
@@ -163,6 +220,27 @@ void write_elements(const char* label, const Exec& exec, const Out& out, const V
   Kokkos::parallel_for(label, elements(exec, out), KOKKOS_LAMBDA(const std::int64_t i) { out(i) = T(value(i)); });
 }
 
+/// out(i) = T(f(i, C(x(i))...)) for every i of the rank-1 Views out and x... (C: compute_t<T>):
+/// an elementwise op with inputs. Where the host converts T in blocks (host_converts) and every
+/// View is contiguous, each work item (32 KB of out) goes through convert_map; everything else
+/// through write_elements<stores>.
+template <Stores stores, class Exec, class Out, class F, class... X>
+void map_inputs(const char* label, const Exec& exec, const Out& out, const F& f, const X&... x) {
+  using T = typename Out::value_type;
+  using C = compute_t<T>;
+  if constexpr (host_converts_all<Exec, T, X...>) {
+    if (out.stride(0) == 1 && ((x.stride(0) == 1) && ...)) {
+      T* const o = out.data();
+      for_each_chunk<T, false>(label, exec, static_cast<std::int64_t>(out.extent(0)), [=](const std::int64_t lo, const std::int64_t hi) {
+        convert_map(o + lo, hi - lo, [&](const std::int64_t j, auto... v) { return f(lo + j, v...); }, (x.data() + lo)...);
+      });
+      return;
+    }
+  }
+  const auto views = pack_views(x...);
+  write_elements<stores>(label, exec, out, KOKKOS_LAMBDA(const std::int64_t i) { return views.template call<C>(f, i, i); });
+}
+
 /// A work item's scratch row of floats on the host (RowPlan::scratch_floats).
 template <class Exec>
 using RowScratch = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -193,6 +271,24 @@ RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0) {
   }
   return plan;
 }
+
+/// Floats of scratch per work item that RowTeam::input needs for rows of `cols` entries of X.
+template <class Exec, class X>
+constexpr std::int64_t input_scratch_floats(std::int64_t cols) {
+  return host_widens<Exec, typename X::value_type> ? cols : 0;
+}
+
+/// Readers of a row as floats (RowTeam::input).
+struct FloatRow {
+  const float* values;
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(std::int64_t c) const { return values[c]; }
+};
+template <class X>
+struct ViewRow {
+  const X* x;
+  std::int64_t row;
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(std::int64_t c) const { return float((*x)(row, c)); }
+};
 
 /// One row of a row-wise kernel: its index and the team working on it.
 template <class Exec>
@@ -241,6 +337,27 @@ struct RowTeam {
 #endif
     (void)ahead;
     for_each(n, [&](const std::int64_t j) { y(row, j) = T(value(j)); });
+  }
+
+  /// This row of the (rows, cols) View x as a reader of floats, c -> float(x(row, c)). Where
+  /// host_widens, the row is widened once into the work item's scratch (its first cols
+  /// floats; plan input_scratch_floats), so the row's later passes read floats and convert
+  /// nothing; elsewhere the reader reads x.
+  template <class X>
+  KOKKOS_INLINE_FUNCTION auto input(const X& x, std::int64_t cols) const {
+    if constexpr (host_widens<Exec, typename X::value_type>) {
+#if !defined(__CUDA_ARCH__)
+      if (x.stride(1) == 1) {
+        cpu::widen(&x(row, 0), scratch, cols);
+      } else {
+        for (std::int64_t c = 0; c < cols; ++c) scratch[c] = float(x(row, c));
+      }
+#endif
+      return FloatRow{scratch};
+    } else {
+      (void)cols;
+      return ViewRow<X>{&x, row};
+    }
   }
 
   /// The row after this one of the (rows, cols) View x, for write() to prefetch on the host

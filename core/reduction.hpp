@@ -4,11 +4,14 @@
 /// `lanes` consecutive elements, each chunk folded with independent partial accumulators.
 #pragma once
 
+#include "../backends/cpu/convert.hpp"
 #include "kokkos_compat.hpp"
 #include "math.hpp"
+#include "types.hpp"
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 namespace rooftop::detail {
 
@@ -125,6 +128,87 @@ Acc chunked_reduce(const char* label, const Exec& exec, std::int64_t n, Acc iden
       },
       CombineReducer<Acc, Combine>(result, identity, combine));
   return result;
+}
+
+/// Rank-1 Views read together at one index: call<C>(f, i, a...) is f(a..., C(x(i))...). A
+/// struct rather than a captured parameter pack, which CUDA's extended lambdas cannot capture.
+template <class... X>
+struct ViewPack {
+  template <class C, class F, class... A>
+  KOKKOS_FORCEINLINE_FUNCTION auto call(const F& f, std::int64_t, const A&... a) const {
+    return f(a...);
+  }
+};
+template <class X, class... Rest>
+struct ViewPack<X, Rest...> {
+  X x;
+  ViewPack<Rest...> rest;
+  template <class C, class F, class... A>
+  KOKKOS_FORCEINLINE_FUNCTION auto call(const F& f, std::int64_t i, const A&... a) const {
+    return rest.template call<C>(f, i, a..., C(x(i)));
+  }
+};
+inline ViewPack<> pack_views() { return {}; }
+template <class X, class... Rest>
+ViewPack<X, Rest...> pack_views(const X& x, const Rest&... rest) {
+  return {x, pack_views(rest...)};
+}
+
+/// The host's fold of one work item [begin, end) of reduce_inputs: 256 elements of each input
+/// at a time widened into L1 buffers (cpu::widen), folded into the same `lanes` partials in the
+/// same order as fold_lanes (256 is a multiple of lanes).
+template <int lanes, class Acc, class F, class Combine, class... In, std::size_t... k>
+Acc fold_widened(std::int64_t begin, std::int64_t end, Acc identity, const F& f, const Combine& combine,
+                 std::index_sequence<k...>, const In*... in) {
+  constexpr std::int64_t block = 256;
+  static_assert(block % lanes == 0, "fold_widened: blocks must keep each element's partial");
+  alignas(64) float wide[sizeof...(In)][block];
+  Acc part[lanes];
+  for (int l = 0; l < lanes; ++l) part[l] = identity;
+  for (std::int64_t s = begin; s < end; s += block) {
+    const std::int64_t count = end - s < block ? end - s : block;
+    (cpu::widen(in + s, wide[k], count), ...);
+    std::int64_t i = 0;
+    for (; i + lanes <= count; i += lanes)
+      for (int l = 0; l < lanes; ++l) part[l] = combine(part[l], f(wide[k][i + l]...));
+    for (int l = 0; i + l < count; ++l) part[l] = combine(part[l], f(wide[k][i + l]...));
+  }
+  for (int width = lanes / 2; width > 0; width /= 2)
+    for (int l = 0; l < width; ++l) part[l] = combine(part[l], part[l + width]);
+  return part[0];
+}
+
+/// chunked_reduce of f(C(x(i))...) over the rank-1 Views x... of n elements each (C:
+/// compute_t of their value type). Where widening that type in blocks pays on the host
+/// (cpu::widens_in_blocks: fp16 with F16C) and every View is contiguous, work items fold through
+/// fold_widened: the same blocks, partials and order, without a conversion per element.
+template <class Exec, class Acc, class F, class Combine, class X, class... Xs>
+Acc reduce_inputs(const char* label, const Exec& exec, std::int64_t n, Acc identity, const F& f, const Combine& combine,
+                  const X& x, const Xs&... xs) {
+  using T = typename X::non_const_value_type;
+  using C = compute_t<T>;
+  if constexpr (cpu::widens_in_blocks<T> && std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> &&
+                (std::is_same_v<typename Xs::non_const_value_type, T> && ...)) {
+    if (x.stride(0) == 1 && ((xs.stride(0) == 1) && ...)) {
+      using Shape = ReductionShape<Exec, Acc>;
+      constexpr std::int64_t block = Shape::block;
+      Acc result = identity;
+      if (n == 0) return result;
+      const T* const data = x.data();
+      Kokkos::parallel_reduce(
+          label, Kokkos::RangePolicy<Exec>(exec, 0, (n + block - 1) / block),
+          [=](const std::int64_t b, Acc& update) {
+            const std::int64_t begin = b * block;
+            const std::int64_t end = begin + block < n ? begin + block : n;
+            update = combine(update, fold_widened<Shape::lanes>(begin, end, identity, f, combine,
+                                                                std::index_sequence_for<X, Xs...>{}, data, xs.data()...));
+          },
+          CombineReducer<Acc, Combine>(result, identity, combine));
+      return result;
+    }
+  }
+  const auto views = pack_views(x, xs...);
+  return chunked_reduce(label, exec, n, identity, KOKKOS_LAMBDA(const std::int64_t i) { return views.template call<C>(f, i); }, combine);
 }
 
 }  // namespace rooftop::detail

@@ -30,8 +30,7 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
   using T = typename Y::value_type;
   mandate_fp32_math<T>();
   require_same_shape(op, "x", x, "y", y);
-  write_elements<light ? light_op_stores<T>() : Stores::plain>(label, exec, y,
-                                                               KOKKOS_LAMBDA(const std::int64_t i) { return f(float(x(i))); });
+  map_inputs<light ? light_op_stores<T>() : Stores::plain>(label, exec, y, KOKKOS_LAMBDA(const std::int64_t, const float v) { return f(v); }, x);
 }
 
 /// y(r, c) = f.row(r)(x(r, c) + bias(c), c) in fp32 for (rows, cols) x, y and (cols) bias
@@ -48,11 +47,22 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   ROOFTOP_REQUIRE(bias.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but bias is ", shape_of(bias),
                   " (expected ", x.extent(1), ")");
   const auto cols = static_cast<std::int64_t>(x.extent(1));
+  // Where the host converts T in blocks (2-byte types), contiguous rows go through convert_map.
+  const bool contiguous = x.stride(1) == 1 && y.stride(1) == 1 && bias.stride(0) == 1;
   for_each_row(
       label, exec, static_cast<std::int64_t>(x.extent(0)),
       KOKKOS_LAMBDA(const RowTeam<Exec>& r) {
         const auto g = f.row(r.row);
-        r.write(y, cols, [&](const std::int64_t c) { return g(float(x(r.row, c)) + float(bias(c)), c); });
+        if (!contiguous || !host_converts_all<Exec, T, X, B>) {
+          r.write(y, cols, [&](const std::int64_t c) { return g(float(x(r.row, c)) + float(bias(c)), c); });
+          return;
+        }
+#if !defined(__CUDA_ARCH__)
+        if constexpr (host_converts_all<Exec, T, X, B>) {
+          convert_map(&y(r.row, 0), cols, [&](const std::int64_t c, const float v, const float b) { return g(v + b, c); },
+                      &x(r.row, 0), bias.data());
+        }
+#endif
       },
       plan_rows<Exec, light ? light_op_stores<T>() : Stores::plain>(y));
 }

@@ -125,9 +125,10 @@ void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t s
     const auto range = std::make_pair(lo, n - lo < piece ? n : lo + piece);
     const auto xs = Kokkos::subview(x, range);
     const auto span = mask.span(static_cast<std::uint64_t>(lo));
-    detail::write_elements("rooftop::dropout", exec, Kokkos::subview(y, range), KOKKOS_LAMBDA(const std::int64_t i) {
-      return mask.apply(float(xs(i)), span, static_cast<std::uint32_t>(i));
-    });
+    detail::map_inputs<detail::Stores::plain>(
+        "rooftop::dropout", exec, Kokkos::subview(y, range),
+        KOKKOS_LAMBDA(const std::int64_t i, const float v) { return mask.apply(v, span, static_cast<std::uint32_t>(i)); },
+        xs);
   }
 }
 template <class X, class Y>

@@ -5,7 +5,9 @@
 ///   rmsnorm:   y = x / sqrt(mean(x^2) + eps) * weight
 ///
 /// weight and bias are (cols) Views, or empty Views for none (weight 1, bias 0). Storage fp32,
-/// bf16 or fp16; statistics accumulate in fp32. Each row is read from memory once; the later
+/// bf16 or fp16; statistics accumulate in fp32. fp16 on the host: weight and bias are widened
+/// to an fp32 copy once per call, and each row once into the work item's scratch
+/// (RowTeam::input), so no pass over a row converts per element. Each row is read from memory once; the later
 /// passes over it come from cache for rows up to the size of L2. Large fp32 outputs are
 /// written with streaming stores on CPUs (RowTeam::write). x and y may be the same View.
 #pragma once
@@ -46,18 +48,21 @@ template <class Exec, class X, class Y, class W, class B>
 void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight, const B& bias) {
   detail::require_norm_args<Exec>("layernorm", x, y, weight, "weight", eps);
   detail::require_norm_args<Exec>("layernorm", x, y, bias, "bias", eps);
+  if constexpr (detail::host_widens<Exec, typename W::value_type> || detail::host_widens<Exec, typename B::value_type>) {
+    return layernorm(exec, x, y, eps, detail::widened_copy(weight), detail::widened_copy(bias));
+  }
   using T = typename Y::value_type;
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
   detail::for_each_row("rooftop::layernorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
-                         const float mean0 = inv_cols * r.reduce(cols, 0.0f, [&](const std::int64_t c) { return float(x(r.row, c)); },
-                                                                 detail::Plus{});
+                         const auto in = r.input(x, cols);
+                         const float mean0 = inv_cols * r.reduce(cols, 0.0f, in, detail::Plus{});
                          // Corrected two-pass: the deviations' own sum fixes the rounding of
                          // mean0, so a constant row has zero variance up to rounding. Two plain
                          // sums rather than one of pairs: they vectorize (the row is in cache).
-                         auto deviation = [&](const std::int64_t c) { return float(x(r.row, c)) - mean0; };
+                         auto deviation = [&](const std::int64_t c) { return in(c) - mean0; };
                          const detail::SumPair dev{
                              r.reduce(cols, 0.0f, deviation, detail::Plus{}),
                              r.reduce(
@@ -76,7 +81,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          // (layernorm fp32 in cache: 14 GB/s, 34 with the vector loop).
                          auto write = [&](const auto& w, const auto& b) {
                            r.write(y, cols, [&](const std::int64_t c) {
-                             return (float(x(r.row, c)) - mean) * rstd * w(c) + b(c);
+                             return (in(c) - mean) * rstd * w(c) + b(c);
                            }, r.next_row_of(x));
                          };
                          auto weight_of = [&](const std::int64_t c) { return float(weight(c)); };
@@ -88,7 +93,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          else if (has_bias) write(one, bias_of);
                          else write(one, zero);
                        },
-                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y));
+                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y, detail::input_scratch_floats<Exec, X>(cols)));
 }
 template <class Exec, class X, class Y>
 void layernorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-5) {
@@ -115,27 +120,31 @@ constexpr Cost layernorm_cost(std::int64_t rows, std::int64_t cols) {
 template <class Exec, class X, class Y, class W>
 void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight) {
   detail::require_norm_args<Exec>("rmsnorm", x, y, weight, "weight", eps);
+  if constexpr (detail::host_widens<Exec, typename W::value_type>) {
+    return rmsnorm(exec, x, y, eps, detail::widened_copy(weight));
+  }
   using T = typename Y::value_type;
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
   detail::for_each_row("rooftop::rmsnorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
+                         const auto in = r.input(x, cols);
                          const float squares = r.reduce(
                              cols, 0.0f,
                              [&](const std::int64_t c) {
-                               const float v = float(x(r.row, c));
+                               const float v = in(c);
                                return v * v;
                              },
                              detail::Plus{});
                          const float rrms = 1.0f / compat::sqrt(squares * inv_cols + e);
                          if (has_weight) {
-                           r.write(y, cols, [&](const std::int64_t c) { return float(x(r.row, c)) * rrms * float(weight(c)); }, r.next_row_of(x));
+                           r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms * float(weight(c)); }, r.next_row_of(x));
                          } else {
-                           r.write(y, cols, [&](const std::int64_t c) { return float(x(r.row, c)) * rrms; }, r.next_row_of(x));
+                           r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms; }, r.next_row_of(x));
                          }
                        },
-                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y));
+                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y, detail::input_scratch_floats<Exec, X>(cols)));
 }
 template <class Exec, class X, class Y>
 void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-6) {

@@ -24,9 +24,9 @@ template <class Exec, class X>
 compute_t<typename X::value_type> sum(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
   using C = compute_t<typename X::value_type>;
-  return detail::chunked_reduce(
-      "rooftop::sum", exec, static_cast<std::int64_t>(x.extent(0)), C(0),
-      KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)); }, detail::Plus{});
+  return detail::reduce_inputs(
+      "rooftop::sum", exec, static_cast<std::int64_t>(x.extent(0)), C(0), KOKKOS_LAMBDA(const C v) { return v; },
+      detail::Plus{}, x);
 }
 template <class X>
 compute_t<typename X::value_type> sum(const X& x) { return sum(typename X::execution_space{}, x); }
@@ -42,9 +42,9 @@ template <class Exec, class X>
 compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
   using C = compute_t<typename X::value_type>;
-  return detail::chunked_reduce(
+  return detail::reduce_inputs(
       "rooftop::max", exec, static_cast<std::int64_t>(x.extent(0)), -std::numeric_limits<C>::infinity(),
-      KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)); }, detail::NanMax{});
+      KOKKOS_LAMBDA(const C v) { return v; }, detail::NanMax{}, x);
 }
 template <class X>
 compute_t<typename X::value_type> max(const X& x) { return max(typename X::execution_space{}, x); }
@@ -62,13 +62,13 @@ template <class Exec, class X>
 compute_t<typename X::value_type> nrm2(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
   using C = compute_t<typename X::value_type>;
-  const double sum_squares = detail::chunked_reduce(
+  const double sum_squares = detail::reduce_inputs(
       "rooftop::nrm2", exec, static_cast<std::int64_t>(x.extent(0)), 0.0,
-      KOKKOS_LAMBDA(const std::int64_t i) {
-        const double v = static_cast<double>(C(x(i)));
+      KOKKOS_LAMBDA(const C c) {
+        const double v = static_cast<double>(c);
         return v * v;
       },
-      detail::Plus{});
+      detail::Plus{}, x);
   return static_cast<C>(std::sqrt(sum_squares));
 }
 template <class X>

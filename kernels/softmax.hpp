@@ -76,7 +76,9 @@ template <class Row, class X, class Y>
 KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, std::int64_t cols) {
   using T = typename Y::value_type;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
-  auto in = [&](const std::int64_t c) { return float(x(r.row, c)); };
+  // On the host, 2-byte rows are widened into the scratch row first (RowTeam::input); the
+  // exponentials then overwrite them in place.
+  const auto in = r.input(x, cols);
   if constexpr (!Row::gpu || std::is_same_v<T, float>) {
     // The row max first, then e = exp(x - max) summed and kept (in the host's scratch row, or
     // in an fp32 y), then the output pass rescales e: one exp per entry.

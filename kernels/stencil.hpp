@@ -15,7 +15,7 @@
 
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
-#include "../core/reduction.hpp"
+#include "../core/parallel.hpp"
 #include "../core/types.hpp"
 
 #include <algorithm>
@@ -65,6 +65,7 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
   const typename Policy::point_type upper = {{nx, ny, (nz + chunk - 1) / chunk}};
   const typename Policy::tile_type tile = {{Shape::tile_i, Shape::tile_j, Shape::tile_k}};
   const C a = static_cast<C>(c0), b = static_cast<C>(c1);
+  const bool contiguous = in.stride(2) == 1 && out.stride(2) == 1;
   Kokkos::parallel_for(
       "rooftop::stencil", Policy(exec, lower, upper, tile),
       KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j, const std::int64_t chunk_index) {
@@ -80,11 +81,28 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
         if (k_end == nz && nz > 1) out(i, j, nz - 1) = in(i, j, nz - 1);
         const std::int64_t lo = k_begin > 1 ? k_begin : 1;
         const std::int64_t hi = k_end < nz - 1 ? k_end : nz - 1;
-        for (std::int64_t k = lo; k < hi; ++k) {
-          const C neighbours = (C(in(i - 1, j, k)) + C(in(i + 1, j, k))) + (C(in(i, j - 1, k)) + C(in(i, j + 1, k))) +
-                               (C(in(i, j, k - 1)) + C(in(i, j, k + 1)));
-          out(i, j, k) = T(a * C(in(i, j, k)) + b * neighbours);
+        if (!contiguous || !detail::host_widens<Exec, T>) {
+          for (std::int64_t k = lo; k < hi; ++k) {
+            const C neighbours = (C(in(i - 1, j, k)) + C(in(i + 1, j, k))) + (C(in(i, j - 1, k)) + C(in(i, j + 1, k))) +
+                                 (C(in(i, j, k - 1)) + C(in(i, j, k + 1)));
+            out(i, j, k) = T(a * C(in(i, j, k)) + b * neighbours);
+          }
+          return;
         }
+#if !defined(__CUDA_ARCH__)
+        // fp16 on the host: the seven inputs of each point widened in blocks (k - 1, k, k + 1
+        // are the centre row at three offsets), the results narrowed in blocks.
+        if constexpr (detail::host_widens<Exec, T>) {
+          if (lo < hi) {
+            const T* const centre = &in(i, j, lo);
+            detail::convert_map(
+                &out(i, j, lo), hi - lo,
+                [&](std::int64_t, const float w, const float c, const float e, const float xm, const float xp, const float ym,
+                    const float yp) { return a * c + b * ((xm + xp) + (ym + yp) + (w + e)); },
+                centre - 1, centre, centre + 1, &in(i - 1, j, lo), &in(i + 1, j, lo), &in(i, j - 1, lo), &in(i, j + 1, lo));
+          }
+        }
+#endif
       });
 }
 template <class In, class Out>

@@ -63,8 +63,8 @@ void scale(const Exec& exec, double alpha, const X& x, const Y& y) {
   using C = compute_t<T>;
   detail::require_same_shape("scale", "x", x, "y", y);
   const C a = static_cast<C>(alpha);
-  detail::write_elements<detail::light_op_stores<T>()>("rooftop::scale", exec, y,
-                                                       KOKKOS_LAMBDA(const std::int64_t i) { return a * C(x(i)); });
+  detail::map_inputs<detail::light_op_stores<T>()>("rooftop::scale", exec, y,
+                                                       KOKKOS_LAMBDA(const std::int64_t, const C v) { return a * v; }, x);
 }
 template <class X, class Y>
 void scale(double alpha, const X& x, const Y& y) { scale(typename Y::execution_space{}, alpha, x, y); }
@@ -85,8 +85,8 @@ void add(const Exec& exec, const X& x, const Y& y, const Z& z) {
   using C = compute_t<T>;
   detail::require_same_shape("add", "x", x, "y", y);
   detail::require_same_shape("add", "x", x, "z", z);
-  detail::write_elements<detail::light_op_stores<T>()>("rooftop::add", exec, z,
-                                                       KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)) + C(y(i)); });
+  detail::map_inputs<detail::light_op_stores<T>()>("rooftop::add", exec, z,
+                                                       KOKKOS_LAMBDA(const std::int64_t, const C u, const C v) { return u + v; }, x, y);
 }
 template <class X, class Y, class Z>
 void add(const X& x, const Y& y, const Z& z) { add(typename Z::execution_space{}, x, y, z); }
@@ -108,8 +108,8 @@ void triad(const Exec& exec, double alpha, const X& x, const Y& y, const Z& z) {
   detail::require_same_shape("triad", "x", x, "y", y);
   detail::require_same_shape("triad", "x", x, "z", z);
   const C a = static_cast<C>(alpha);
-  detail::write_elements<detail::light_op_stores<T>()>("rooftop::triad", exec, z,
-                                                       KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)) + a * C(y(i)); });
+  detail::map_inputs<detail::light_op_stores<T>()>("rooftop::triad", exec, z,
+                                                       KOKKOS_LAMBDA(const std::int64_t, const C u, const C v) { return u + a * v; }, x, y);
 }
 template <class X, class Y, class Z>
 void triad(double alpha, const X& x, const Y& y, const Z& z) { triad(typename Z::execution_space{}, alpha, x, y, z); }
@@ -129,9 +129,9 @@ compute_t<typename X::value_type> dot(const Exec& exec, const X& x, const Y& y) 
   using C = compute_t<typename X::value_type>;
   static_assert(std::is_same_v<C, compute_t<typename Y::value_type>>, "dot: x and y must share a compute type");
   detail::require_same_shape("dot", "x", x, "y", y);
-  return detail::chunked_reduce(
-      "rooftop::dot", exec, static_cast<std::int64_t>(x.extent(0)), C(0),
-      KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)) * C(y(i)); }, detail::Plus{});
+  return detail::reduce_inputs(
+      "rooftop::dot", exec, static_cast<std::int64_t>(x.extent(0)), C(0), KOKKOS_LAMBDA(const C a, const C b) { return a * b; },
+      detail::Plus{}, x, y);
 }
 template <class X, class Y>
 compute_t<typename X::value_type> dot(const X& x, const Y& y) { return dot(typename X::execution_space{}, x, y); }

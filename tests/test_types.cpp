@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <vector>
 
 using namespace rooftop;
 
@@ -130,6 +132,42 @@ TEST_CASE_TEMPLATE("conversions inside a kernel match the host", T, rooftop::bf1
     REQUIRE(h_stored(i).bits == T(h_in(i)).bits);
     const float expected = float(h_stored(i));
     REQUIRE(std::memcmp(&h_back(i), &expected, 4) == 0);
+  }
+}
+
+TEST_CASE_TEMPLATE("block conversions on the host match element by element", T, rooftop::bf16, rooftop::fp16) {
+  // cpu::widen and cpu::narrow (AVX2 / F16C where compiled for them, else the element loop):
+  // every 2-byte pattern widened, and random floats over every magnitude plus the special
+  // values narrowed, at lengths that leave each vector loop a tail.
+  std::vector<T> all(65536);
+  for (std::uint32_t h = 0; h < 65536; ++h) all[h] = T::from_bits(static_cast<std::uint16_t>(h));
+  std::vector<float> wide(65536 + 1, -1.0f);
+  cpu::widen(all.data(), wide.data(), 65535);
+  REQUIRE(wide[65535] == -1.0f);  // nothing past n
+  for (std::uint32_t h = 0; h < 65535; ++h) {
+    const float expected = float(all[h]);
+    if (std::isnan(expected)) REQUIRE(std::isnan(wide[h]));
+    else REQUIRE(std::memcmp(&wide[h], &expected, 4) == 0);
+  }
+  std::mt19937_64 rng(test::next_seed());
+  const float specials[] = {0.0f, -0.0f, 1.0f, from_bits32(0x3f808000u), from_bits32(0x3f818000u), 65504.0f, 65520.0f,
+                            0x1p-25f, from_bits32(0x7f7fffffu), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::nanf(""), from_bits32(0x7f800001u),
+                            from_bits32(0xffffffffu), from_bits32(0x7fbfffffu)};
+  for (const std::int64_t n : {1, 7, 15, 16, 17, 1000, 4099}) {
+    std::vector<float> in(static_cast<std::size_t>(n));
+    for (auto& f : in) f = from_bits32((static_cast<std::uint32_t>(rng()) & 0x807fffffu) | ((1u + static_cast<std::uint32_t>(rng() % 254)) << 23));
+    for (std::size_t i = 0; i < std::size(specials) && i < in.size(); ++i) in[(i * 7919) % in.size()] = specials[i];
+    std::vector<T> out(static_cast<std::size_t>(n) + 1, T::from_bits(0x1234));
+    cpu::narrow(in.data(), out.data(), n);
+    REQUIRE(out[static_cast<std::size_t>(n)].bits == 0x1234);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T expected(in[static_cast<std::size_t>(i)]);
+      // F16C keeps a NaN's payload where fp16(float) gives the canonical quiet NaN; bf16
+      // matches bit for bit.
+      if (std::is_same_v<T, fp16> && std::isnan(in[static_cast<std::size_t>(i)])) REQUIRE(std::isnan(float(out[static_cast<std::size_t>(i)])));
+      else REQUIRE_MESSAGE(out[static_cast<std::size_t>(i)].bits == expected.bits, "f = " << in[static_cast<std::size_t>(i)] << ", n = " << n);
+    }
   }
 }
 
