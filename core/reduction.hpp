@@ -85,6 +85,14 @@ struct NanMax {
   }
 };
 
+/// The `lanes` partials of a fold combined in a fixed pairwise order.
+template <int lanes, class Acc, class Combine>
+KOKKOS_INLINE_FUNCTION Acc combine_lanes(Acc (&part)[lanes], const Combine& combine) {
+  for (int width = lanes / 2; width > 0; width /= 2)
+    for (int k = 0; k < width; ++k) part[k] = combine(part[k], part[k + width]);
+  return part[0];
+}
+
 /// Folds the elements [begin, end) serially into `lanes` independent partials (the compiler
 /// keeps them in SIMD registers; accumulate(part, i) adds element i to a partial), then
 /// combines the partials in a fixed pairwise order. Deterministic for given bounds.
@@ -97,9 +105,7 @@ KOKKOS_INLINE_FUNCTION Acc fold_lanes_by(std::int64_t begin, std::int64_t end, A
   for (; i + lanes <= end; i += lanes)  // (lanes) partials, vectorized
     for (int k = 0; k < lanes; ++k) accumulate(part[k], i + k);
   for (int k = 0; i + k < end; ++k) accumulate(part[k], i + k);  // tail
-  for (int width = lanes / 2; width > 0; width /= 2)
-    for (int k = 0; k < width; ++k) part[k] = combine(part[k], part[k + width]);
-  return part[0];
+  return combine_lanes(part, combine);
 }
 
 /// fold_lanes_by where element i contributes combine(part, value(i)).
@@ -110,24 +116,31 @@ KOKKOS_INLINE_FUNCTION Acc fold_lanes(std::int64_t begin, std::int64_t end, Acc 
       begin, end, identity, [&](Acc& part, const std::int64_t i) { part = combine(part, value(i)); }, combine);
 }
 
-/// Folds value(i) for i in [0, n) with `combine` (associative and commutative, identity
-/// `identity`) and returns the result; value(i) returns Acc. The order of the fold is fixed
-/// for a given n and thread count.
-template <class Exec, class Acc, class Value, class Combine>
-Acc chunked_reduce(const char* label, const Exec& exec, std::int64_t n, Acc identity, Value value, Combine combine) {
-  using Shape = ReductionShape<Exec, Acc>;
-  constexpr std::int64_t block = Shape::block;
+/// [0, n) in blocks of ReductionShape::block, one work item each: fold(begin, end) folds a
+/// block, `combine` joins the blocks' results.
+template <class Exec, class Acc, class Combine, class Fold>
+Acc reduce_blocks(const char* label, const Exec& exec, std::int64_t n, Acc identity, const Combine& combine, const Fold& fold) {
+  constexpr std::int64_t block = ReductionShape<Exec, Acc>::block;
   Acc result = identity;
   if (n == 0) return result;
   Kokkos::parallel_reduce(
       label, Kokkos::RangePolicy<Exec>(exec, 0, (n + block - 1) / block),
       KOKKOS_LAMBDA(const std::int64_t b, Acc& update) {
         const std::int64_t begin = b * block;
-        const std::int64_t end = begin + block < n ? begin + block : n;
-        update = combine(update, fold_lanes<Shape::lanes>(begin, end, identity, value, combine));
+        update = combine(update, fold(begin, begin + block < n ? begin + block : n));
       },
       CombineReducer<Acc, Combine>(result, identity, combine));
   return result;
+}
+
+/// Folds value(i) for i in [0, n) with `combine` (associative and commutative, identity
+/// `identity`) and returns the result; value(i) returns Acc. The order of the fold is fixed
+/// for a given n and thread count.
+template <class Exec, class Acc, class Value, class Combine>
+Acc chunked_reduce(const char* label, const Exec& exec, std::int64_t n, Acc identity, Value value, Combine combine) {
+  return reduce_blocks(label, exec, n, identity, combine, KOKKOS_LAMBDA(const std::int64_t begin, const std::int64_t end) {
+    return fold_lanes<ReductionShape<Exec, Acc>::lanes>(begin, end, identity, value, combine);
+  });
 }
 
 /// Rank-1 Views read together at one index: call<C>(f, i, a...) is f(a..., C(x(i))...). A
@@ -173,9 +186,7 @@ Acc fold_widened(std::int64_t begin, std::int64_t end, Acc identity, const F& f,
       for (int l = 0; l < lanes; ++l) part[l] = combine(part[l], f(wide[k][i + l]...));
     for (int l = 0; i + l < count; ++l) part[l] = combine(part[l], f(wide[k][i + l]...));
   }
-  for (int width = lanes / 2; width > 0; width /= 2)
-    for (int l = 0; l < width; ++l) part[l] = combine(part[l], part[l + width]);
-  return part[0];
+  return combine_lanes(part, combine);
 }
 
 /// chunked_reduce of f(C(x(i))...) over the rank-1 Views x... of n elements each (C:
@@ -190,21 +201,11 @@ Acc reduce_inputs(const char* label, const Exec& exec, std::int64_t n, Acc ident
   if constexpr (cpu::widens_in_blocks<T> && std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> &&
                 (std::is_same_v<typename Xs::non_const_value_type, T> && ...)) {
     if (x.stride(0) == 1 && ((xs.stride(0) == 1) && ...)) {
-      using Shape = ReductionShape<Exec, Acc>;
-      constexpr std::int64_t block = Shape::block;
-      Acc result = identity;
-      if (n == 0) return result;
       const T* const data = x.data();
-      Kokkos::parallel_reduce(
-          label, Kokkos::RangePolicy<Exec>(exec, 0, (n + block - 1) / block),
-          [=](const std::int64_t b, Acc& update) {
-            const std::int64_t begin = b * block;
-            const std::int64_t end = begin + block < n ? begin + block : n;
-            update = combine(update, fold_widened<Shape::lanes>(begin, end, identity, f, combine,
-                                                                std::index_sequence_for<X, Xs...>{}, data, xs.data()...));
-          },
-          CombineReducer<Acc, Combine>(result, identity, combine));
-      return result;
+      return reduce_blocks(label, exec, n, identity, combine, [=](const std::int64_t begin, const std::int64_t end) {
+        return fold_widened<ReductionShape<Exec, Acc>::lanes>(begin, end, identity, f, combine,
+                                                              std::index_sequence_for<X, Xs...>{}, data, xs.data()...);
+      });
     }
   }
   const auto views = pack_views(x, xs...);

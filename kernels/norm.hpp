@@ -7,8 +7,8 @@
 /// weight and bias are (cols) Views, or empty Views for none (weight 1, bias 0). Storage fp32,
 /// bf16 or fp16; statistics accumulate in fp32. fp16 on the host: weight and bias are widened
 /// to an fp32 copy once per call, and each row once into the work item's scratch
-/// (RowTeam::input), so no pass over a row converts per element. Each row is read from memory once; the later
-/// passes over it come from cache for rows up to the size of L2. Large fp32 outputs are
+/// (RowTeam::input), so no pass over a row converts per element. Each row is read from memory
+/// once; the later passes over it come from cache for rows up to the size of L2. Large fp32 outputs are
 /// written with streaming stores on CPUs (RowTeam::write). x and y may be the same View.
 #pragma once
 
