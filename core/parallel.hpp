@@ -42,7 +42,7 @@ Kokkos::RangePolicy<Exec> elements(const Exec& exec, const View& v) {
 
 /// Whether Exec runs on the host and the host has streaming stores.
 template <class Exec>
-inline constexpr bool host_streams = cpu::has_streaming_stores && std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+inline constexpr bool host_streams = cpu::has_streaming_stores && on_host<Exec>;
 
 /// Whether a host kernel (where host_streams) writes `count` contiguous elements of T with
 /// streaming stores.
@@ -54,8 +54,7 @@ bool streams(std::int64_t count) {
 /// Whether a host kernel narrows its fp32 results to T in blocks (backends/cpu/convert.hpp):
 /// fp16 where the host has F16C, bf16 where it has AVX2.
 template <class Exec, class T>
-inline constexpr bool host_converts =
-    cpu::narrows_in_blocks<std::remove_cv_t<T>> && std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+inline constexpr bool host_converts = cpu::narrows_in_blocks<std::remove_cv_t<T>> && on_host<Exec>;
 
 /// host_converts, for an output of T whose inputs X... all hold T.
 template <class Exec, class T, class... X>
@@ -64,8 +63,7 @@ inline constexpr bool host_converts_all = host_converts<Exec, T> && (std::is_sam
 /// Whether a host kernel reads T through buffers widened in blocks rather than converting each
 /// value where it is read (cpu::widens_in_blocks: fp16 with F16C).
 template <class Exec, class T>
-inline constexpr bool host_widens =
-    cpu::widens_in_blocks<std::remove_cv_t<T>> && std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+inline constexpr bool host_widens = cpu::widens_in_blocks<std::remove_cv_t<T>> && on_host<Exec>;
 
 /// A float copy of the host rank-1 View v (empty if v is), for parameters every row of a
 /// row-wise kernel reads (weights, biases) where host_widens: the rows then convert nothing of
@@ -122,30 +120,59 @@ void narrow_values(T* out, std::int64_t n, const Value& value) {
   in_blocks<float, 64>(n, value, [&](const float* buf, std::int64_t first, std::int64_t count) { cpu::narrow(buf, out + first, count); });
 }
 
+/// No second stage (convert_map).
+struct NoStage {
+  void operator()(float*, std::int64_t, std::int64_t) const {}
+};
+
+/// in as floats for j in [0, count): in itself where it holds floats, else widened into `wide`.
+template <class In>
+[[gnu::always_inline]] inline const float* floats_of(const In* in, float* wide, std::int64_t count) {
+  if constexpr (std::is_same_v<std::remove_cv_t<In>, float>) {
+    return in;
+  } else {
+    cpu::widen(in, wide, count);
+    return wide;
+  }
+}
+
 /// out[j] = T(f(j, float(in[j])...)) for j in [0, n) on the host, 128 elements at a time: each
 /// input's block widened into an L1 buffer (cpu::widen), f applied over the buffers (a loop the
-/// compiler vectorizes), the results narrowed into out (cpu::narrow). For 2-byte types, whose
-/// element-by-element conversions the compiler either leaves scalar (fp16) or vectorizes into
-/// twice the instructions (bf16).
-template <class T, class F, class... In, std::size_t... k>
-void convert_map(T* out, std::int64_t n, const F& f, std::index_sequence<k...>, const In*... in) {
+/// compiler vectorizes), then stage(values, first, count) over the block of results in place,
+/// the results narrowed into out (cpu::narrow). Floats are read and written in place. For
+/// 2-byte types, whose element-by-element conversions the compiler either leaves scalar (fp16)
+/// or vectorizes into twice the instructions (bf16); and for ops whose second stage vectorizes
+/// better as a loop of its own (dropout's mask: DropoutMask::apply_block). An input may be out
+/// itself (the loops are marked to vectorize without overlap checks, so an in-place call is not
+/// sent down a scalar path).
+template <class T, class F, class Stage, class... In, std::size_t... k>
+void convert_map(T* out, std::int64_t n, const F& f, const Stage& stage, std::index_sequence<k...>, const In*... in) {
   constexpr std::int64_t block = 128;
+  constexpr bool narrows = !std::is_same_v<T, float>;
   alignas(64) float wide[sizeof...(In)][block];
-  alignas(64) float buf[block];
+  alignas(64) float buf[narrows ? block : 1];
   for (std::int64_t s = 0; s < n; s += block) {
     const std::int64_t count = n - s < block ? n - s : block;
-    (cpu::widen(in + s, wide[k], count), ...);
+    const float* const src[] = {floats_of(in + s, wide[k], count)...};
+    float* const values = narrows ? buf : reinterpret_cast<float*>(out + s);
     if (count == block) {
-      for (std::int64_t j = 0; j < block; ++j) buf[j] = f(s + j, wide[k][j]...);
+      ROOFTOP_SIMD
+      for (std::int64_t j = 0; j < block; ++j) values[j] = f(s + j, src[k][j]...);
     } else {
-      for (std::int64_t j = 0; j < count; ++j) buf[j] = f(s + j, wide[k][j]...);
+      ROOFTOP_SIMD
+      for (std::int64_t j = 0; j < count; ++j) values[j] = f(s + j, src[k][j]...);
     }
-    cpu::narrow(buf, out + s, count);
+    stage(values, s, count);
+    if constexpr (narrows) cpu::narrow(buf, out + s, count);
   }
 }
 template <class T, class F, class... In>
 void convert_map(T* out, std::int64_t n, const F& f, const In*... in) {
-  convert_map(out, n, f, std::index_sequence_for<In...>{}, in...);
+  convert_map(out, n, f, NoStage{}, std::index_sequence_for<In...>{}, in...);
+}
+template <class T, class F, class Stage, class... In>
+void convert_map_staged(T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
+  convert_map(out, n, f, stage, std::index_sequence_for<In...>{}, in...);
 }
 
 /// out[j] = T(value(j)) for j in [0, n) with streaming stores, on the host: four cache lines at

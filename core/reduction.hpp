@@ -15,6 +15,10 @@
 
 namespace rooftop::detail {
 
+/// Whether Exec runs on the host (its memory is HostSpace).
+template <class Exec>
+inline constexpr bool on_host = std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+
 /// How a reduction is cut into work items. On CPUs a work item is a contiguous block folded
 /// into `lanes` independent partials (several SIMD registers): without them the compiler may
 /// not reorder a floating-point reduction, and one scalar dependency chain is latency-bound at
@@ -198,7 +202,7 @@ Acc reduce_inputs(const char* label, const Exec& exec, std::int64_t n, Acc ident
                   const X& x, const Xs&... xs) {
   using T = typename X::non_const_value_type;
   using C = compute_t<T>;
-  if constexpr (cpu::widens_in_blocks<T> && std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace> &&
+  if constexpr (cpu::widens_in_blocks<T> && on_host<Exec> &&
                 (std::is_same_v<typename Xs::non_const_value_type, T> && ...)) {
     if (x.stride(0) == 1 && ((xs.stride(0) == 1) && ...)) {
       const T* const data = x.data();

@@ -33,6 +33,13 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
   map_inputs<light ? light_op_stores<T>() : Stores::plain>(label, exec, y, KOKKOS_LAMBDA(const std::int64_t, const float v) { return f(v); }, x);
 }
 
+/// Whether a row functor G splits on the host into g.value(v) per element and g.stage(values,
+/// c, count) over each block of a row's values (see convert_map).
+template <class G, class = void>
+inline constexpr bool has_stage = false;
+template <class G>
+inline constexpr bool has_stage<G, std::void_t<decltype(&G::stage)>> = true;
+
 /// y(r, c) = f.row(r)(x(r, c) + bias(c), c) in fp32 for (rows, cols) x, y and (cols) bias
 /// (f.row(r) holds what is fixed along row r); `light` as for map_elements.
 template <bool light, class Exec, class X, class B, class Y, class F>
@@ -47,18 +54,26 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   ROOFTOP_REQUIRE(bias.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but bias is ", shape_of(bias),
                   " (expected ", x.extent(1), ")");
   const auto cols = static_cast<std::int64_t>(x.extent(1));
-  // Where the host converts T in blocks (2-byte types), contiguous rows go through convert_map.
+  // Contiguous rows on the host go through convert_map where it converts T in blocks (2-byte
+  // types) or where f's rows have a stage (dropout's mask).
+  using G = decltype(f.row(0));
+  constexpr bool blocks = host_converts_all<Exec, T, X, B> || (on_host<Exec> && has_stage<G>);
   const bool contiguous = x.stride(1) == 1 && y.stride(1) == 1 && bias.stride(0) == 1;
   for_each_row(
       label, exec, static_cast<std::int64_t>(x.extent(0)),
       KOKKOS_LAMBDA(const RowTeam<Exec>& r) {
         const auto g = f.row(r.row);
-        if (!contiguous || !host_converts_all<Exec, T, X, B>) {
+        if (!contiguous || !blocks) {
           r.write(y, cols, [&](const std::int64_t c) { return g(float(x(r.row, c)) + float(bias(c)), c); });
           return;
         }
 #if !defined(__CUDA_ARCH__)
-        if constexpr (host_converts_all<Exec, T, X, B>) {
+        if constexpr (blocks && has_stage<G>) {
+          convert_map_staged(
+              &y(r.row, 0), cols, [&](std::int64_t, const float v, const float b) { return g.value(v + b); },
+              [&](float* v, const std::int64_t c, const std::int64_t count) { g.stage(v, c, count); }, &x(r.row, 0),
+              bias.data());
+        } else if constexpr (blocks) {
           convert_map(&y(r.row, 0), cols, [&](const std::int64_t c, const float v, const float b) { return g(v + b, c); },
                       &x(r.row, 0), bias.data());
         }
@@ -68,13 +83,13 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
 }
 
 struct Relu {
-  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::select((v > 0.0f) | (v != v), v, 0.0f); }
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::select((v > 0.0f) | (v != v), v, 0.0f); }
 };
 struct GeluTanh {
-  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::gelu_tanh(v); }
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_tanh(v); }
 };
 struct GeluErf {
-  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::gelu_erf(v); }
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_erf(v); }
 };
 /// Calls f with the functor of the selected GELU form (chosen on the host, so each kernel
 /// compiles one straight-line form).
@@ -87,17 +102,17 @@ void with_gelu(Gelu form, const F& f) {
   }
 }
 struct Silu {
-  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return math::silu(v); }
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::silu(v); }
 };
 struct Identity {
-  KOKKOS_INLINE_FUNCTION float operator()(float v) const { return v; }
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return v; }
 };
 /// A function of the value alone, for map_rows_with_bias.
 template <class F>
 struct Pointwise {
   F f;
   KOKKOS_INLINE_FUNCTION const Pointwise& row(std::int64_t) const { return *this; }
-  KOKKOS_INLINE_FUNCTION float operator()(float v, std::int64_t) const { return f(v); }
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(float v, std::int64_t) const { return f(v); }
 };
 
 /// Elementwise cost over n elements of T: `flops` each; read x, write y.

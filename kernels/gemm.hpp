@@ -128,7 +128,7 @@ struct GemmProblem {
 
 /// Whether gemm_cpu packs contiguous runs of A and B through raw pointers (host memory).
 template <class Exec>
-inline constexpr bool gemm_packs_runs = std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+inline constexpr bool gemm_packs_runs = on_host<Exec>;
 
 /// out[j] = Acc(in[j]) for j in [0, n) on the host: fp16 and bf16 eight at a time
 /// (cpu::widen), the rest a loop the compiler vectorizes.

@@ -34,7 +34,7 @@ struct MaxSum {
   float m, s;
 
   /// Adds one entry: one exp, whichever of m and v is larger (branch-free, so it vectorizes).
-  KOKKOS_INLINE_FUNCTION void add(float v) {
+  KOKKOS_FORCEINLINE_FUNCTION void add(float v) {
     const bool grows = v > m;
     const float e = math::exp(math::select(grows, m - v, v - m));  // of a value <= 0; NaN only if both are -Inf
     const bool masked = v == -std::numeric_limits<float>::infinity();
@@ -45,7 +45,7 @@ struct MaxSum {
 
 /// max(a, b), NaN if b is NaN (the row's NaN then reaches every output through the sum).
 struct Max {
-  KOKKOS_INLINE_FUNCTION float operator()(float a, float b) const { return math::select((b > a) | (b != b), b, a); }
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(float a, float b) const { return math::select((b > a) | (b != b), b, a); }
 };
 
 /// Merges two partials.
@@ -65,7 +65,7 @@ namespace detail {
 /// argument. 0 for results below 2^-125 (and -Inf entries).
 struct ExpMinusMax {
   float m_log2e;
-  KOKKOS_INLINE_FUNCTION float operator()(float v) const {
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const {
     const float z = compat::fma(v, math::log2e, -m_log2e);
     return math::select(z < -125.0f, 0.0f, math::exp2_in_range(z));
   }

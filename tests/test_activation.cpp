@@ -114,11 +114,18 @@ TEST_CASE_TEMPLATE("bias_add and bias_gelu match float64 over every row length (
   rooftop::bias_gelu(Exec(), no_cols, test::random_vector<T>(0), no_cols);
 }
 
-TEST_CASE("activations work in place") {
-  auto x = test::random_vector<float>(1000, -3, 3);
+TEST_CASE_TEMPLATE("activations work in place", T, ROOFTOP_ML_DTYPES) {
+  auto x = test::random_vector<T>(1000, -3, 3);
   const auto hx = host(x);
   rooftop::silu(Exec(), x, x);
-  check_unary<float>(hx, host(x), reference::silu, 8);
+  check_unary<T>(hx, host(x), reference::silu, 8);
+  // Rows through the host's blocks (not a multiple of them), bias_gelu against an out-of-place call.
+  auto m = test::random_matrix<T>(3, 300, -3, 3);
+  auto bias = test::random_vector<T>(300);
+  auto out = test::poisoned_matrix<T>(3, 300);
+  rooftop::bias_gelu(Exec(), m, bias, out);
+  rooftop::bias_gelu(Exec(), m, bias, m);
+  CHECK(host(m) == host(out));
 }
 
 TEST_CASE("preconditions: activations name the op and extents") {

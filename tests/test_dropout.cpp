@@ -68,22 +68,39 @@ TEST_CASE("dropout's mask is a pure function of (seed, offset, index)") {
   CHECK(std::abs(same13 - n / 2.0) < 6 * std::sqrt(n / 4.0));
 }
 
-TEST_CASE("dropout's counters cross a 2^32 boundary inside a call (the low word wraps)") {
+TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the low word wraps)", T, ROOFTOP_ML_DTYPES) {
   const std::int64_t rows = 7, cols = 301, n = rows * cols;
   const std::uint64_t offset = (std::uint64_t{5} << 32) - 1000;  // element 1000 has counter 6 * 2^32
-  auto x = test::random_matrix<float>(rows, cols, 0.5, 1.5);
-  const auto flat = Kokkos::View<const float*, Kokkos::LayoutRight, test::Exec::memory_space>(x.data(), n);
-  auto y = test::poisoned_vector<float>(n);
+  auto x = test::random_matrix<T>(rows, cols, 0.5, 1.5);
+  const auto flat = Kokkos::View<const T*, Kokkos::LayoutRight, test::Exec::memory_space>(x.data(), n);
+  auto y = test::poisoned_vector<T>(n);
   rooftop::dropout(Exec(), flat, y, 0.5, 9, offset);
   const DropoutMask mask(0.5, 9, offset);
   const auto hx = host(x), hy = host(y);
   for (std::int64_t i = 0; i < n; ++i) REQUIRE(hy[i] == (mask.keep(i) ? hx[i] * 2 : 0.0));
   // The fused form numbers element (r, c) r * cols + c: the same mask.
-  test::Vector<float> zero_bias("zero_bias", cols);
-  auto fused = test::poisoned_matrix<float>(rows, cols);
+  test::Vector<T> zero_bias("zero_bias", cols);
+  auto fused = test::poisoned_matrix<T>(rows, cols);
   rooftop::bias_gelu_dropout(Exec(), x, zero_bias, fused, 0.5, 9, offset);
   const auto hf = host(fused);
   for (std::int64_t i = 0; i < n; ++i) REQUIRE((hf[i] != 0) == mask.keep(i));
+}
+
+TEST_CASE_TEMPLATE("dropout and bias_gelu_dropout work in place", T, ROOFTOP_ML_DTYPES) {
+  const std::int64_t rows = 3, cols = 300, n = rows * cols;  // rows not a multiple of the host's blocks
+  auto x = test::random_matrix<T>(rows, cols, -3, 3);
+  auto bias = test::random_vector<T>(cols);
+  const auto flat = test::flat(x);
+  auto y = test::poisoned_vector<T>(n);
+  auto fused = test::poisoned_matrix<T>(rows, cols);
+  rooftop::dropout(Exec(), flat, y, 0.3, 5, 11);
+  rooftop::bias_gelu_dropout(Exec(), x, bias, fused, 0.3, 5, 11);
+  auto x2 = test::random_matrix<T>(rows, cols);
+  Kokkos::deep_copy(x2, x);
+  rooftop::dropout(Exec(), flat, flat, 0.3, 5, 11);
+  CHECK(host(x) == host(y));
+  rooftop::bias_gelu_dropout(Exec(), x2, bias, x2, 0.3, 5, 11);
+  CHECK(host(x2) == host(fused));
 }
 
 TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in sequence", T, ROOFTOP_ML_DTYPES) {
