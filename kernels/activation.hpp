@@ -82,6 +82,9 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
       plan_rows<Exec, light ? light_op_stores<T>() : Stores::plain>(y));
 }
 
+// The functors' operator() are force-inlined: they are the body of every loop above, and in a
+// large translation unit (a program calling many ops) GCC 12 left GeluTanh's out of line, one
+// scalar call per element (fp32 gelu 5.4-6.0 instead of 0.47 ns per element, one thread).
 struct Relu {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::select((v > 0.0f) | (v != v), v, 0.0f); }
 };
