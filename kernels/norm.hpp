@@ -22,11 +22,6 @@
 namespace rooftop {
 
 namespace detail {
-/// The sums of the deviations from a row's first mean estimate and of their squares.
-struct SumPair {
-  float a, b;
-};
-
 template <class Exec, class X, class Y, class W>
 void require_norm_args(const char* op, const X& x, const Y& y, const W& w, const char* w_name, double eps) {
   mandate_input<Exec, X, 2>();
@@ -60,18 +55,12 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          const auto in = r.input(x, cols);
                          const float mean0 = inv_cols * r.reduce(cols, 0.0f, in, detail::Plus{});
                          // Corrected two-pass: the deviations' own sum fixes the rounding of
-                         // mean0, so a constant row has zero variance up to rounding. Two plain
-                         // sums rather than one of pairs: they vectorize (the row is in cache).
-                         auto deviation = [&](const std::int64_t c) { return in(c) - mean0; };
-                         const detail::SumPair dev{
-                             r.reduce(cols, 0.0f, deviation, detail::Plus{}),
-                             r.reduce(
-                                 cols, 0.0f,
-                                 [&](const std::int64_t c) {
-                                   const float d = deviation(c);
-                                   return d * d;
-                                 },
-                                 detail::Plus{})};
+                         // mean0, so a constant row has zero variance up to rounding. Both sums
+                         // in one pass (the row is in cache).
+                         const detail::SumPair dev = r.reduce_sums(cols, [&](const std::int64_t c) {
+                           const float d = in(c) - mean0;
+                           return detail::SumPair{d, d * d};
+                         });
                          const float mean = mean0 + dev.a * inv_cols;
                          const float var = (dev.b - dev.a * dev.a * inv_cols) * inv_cols;
                          const float rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + e);
