@@ -43,9 +43,12 @@ struct MaxSum {
   }
 };
 
-/// max(a, b), NaN if b is NaN (the row's NaN then reaches every output through the sum).
+/// max(a, b) for the row max, skipping a NaN b: a NaN entry reaches every output of its row
+/// through the sum of exponentials instead. Written as a compare-and-pick, which GCC turns into
+/// one vmaxps (a NaN-propagating select takes four instructions: a fold of 4096 floats in L1,
+/// 0.065-0.086 -> 0.025-0.034 ns per element).
 struct Max {
-  KOKKOS_FORCEINLINE_FUNCTION float operator()(float a, float b) const { return math::select((b > a) | (b != b), b, a); }
+  KOKKOS_FORCEINLINE_FUNCTION float operator()(float a, float b) const { return b > a ? b : a; }
 };
 
 /// Merges two partials.
@@ -82,12 +85,10 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
   if constexpr (!Row::gpu || std::is_same_v<T, float>) {
     // The row max first, then e = exp(x - max) summed and kept (in the host's scratch row, or
     // in an fp32 y), then the output pass rescales e: one exp per entry.
+    // All masked: m = -Inf, so exponentials are taken against 0 instead; they are all 0 (the
+    // outputs 0), or NaN where an entry is (the outputs NaN).
     const float m = r.reduce(cols, minus_inf, in, Max{});
-    if (m == minus_inf) {  // all masked
-      r.write(y, cols, [](std::int64_t) { return T(0.0f); });
-      return;
-    }
-    const ExpMinusMax exp_minus_max{m * math::log2e};
+    const ExpMinusMax exp_minus_max{(m == minus_inf ? 0.0f : m) * math::log2e};
     auto e_at = [&](const std::int64_t c) -> float& {
       if constexpr (Row::gpu) {
         return y(r.row, c);
@@ -104,7 +105,7 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
         },
         Plus{});
     r.barrier();
-    const float inv = 1.0f / s;
+    const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
     r.write(y, cols, [&](const std::int64_t c) { return e_at(c) * inv; }, r.next_row_of(x));
   } else {
     // GPU, bf16/fp16 output, which would round the stored exponentials: the online max and

@@ -104,6 +104,18 @@ TEST_CASE("softmax works in place, and a NaN makes only its row NaN") {
   CHECK(hz[5] == doctest::Approx(std::exp(3.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0))));
 }
 
+TEST_CASE_TEMPLATE("a NaN anywhere in a row makes that row NaN, masked entries or not", T, ROOFTOP_ML_DTYPES) {
+  const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
+  auto x = matrix_of<T>(5, 3, {nan, 1.0f, 2.0f,  1.0f, 2.0f, nan,  -inf, nan, -inf,  -inf, -inf, -inf,  1.0f, -inf, 2.0f});
+  auto y = test::poisoned_matrix<T>(5, 3);
+  rooftop::softmax(Exec(), x, y);
+  const auto hy = host(y);
+  for (int i = 0; i < 9; ++i) CHECK(std::isnan(hy[i]));
+  for (int i = 9; i < 12; ++i) CHECK(hy[i] == 0.0);  // all masked
+  CHECK(hy[13] == 0.0);
+  CHECK(hy[14] == doctest::Approx(std::exp(2.0) / (std::exp(1.0) + std::exp(2.0))).epsilon(reference::tolerance<T>(1, 1, 2)));
+}
+
 TEST_CASE("preconditions: softmax names the op and extents") {
   auto x = test::random_matrix<float>(128, 4096), y = test::poisoned_matrix<float>(128, 4095);
   CHECK_THROWS_WITH_AS(rooftop::softmax(Exec(), x, y), "softmax: x is 128x4096 but y is 128x4095", rooftop::Error);
