@@ -39,11 +39,14 @@ KOKKOS_FORCEINLINE_FUNCTION float exp2_poly(float r) {
 }
 
 /// p * 2^n where t = n + 1.5 * 2^23 in float (n an integer, so n sits in t's low mantissa
-/// bits) and p in [1/sqrt 2, sqrt 2]: adds n to p's exponent field. Shifting t's bits left by
-/// 23 leaves exactly n << 23 (the bits of 1.5 * 2^23 shift out), in unsigned arithmetic: no
-/// overflow, no out-of-range float-to-int conversion. A normal float for n in [-125, 127].
+/// bits) and p in [1/sqrt 2, sqrt 2], exact. Shifting t's bits left by 23 leaves exactly
+/// n << 23 (the bits of 1.5 * 2^23 shift out), in unsigned arithmetic: no overflow, no
+/// out-of-range float-to-int conversion; adding 1.0f's bits makes it 2^n, a normal float for n
+/// in [-126, 127]. A product rather than adding n to p's exponent field directly: a NaN p
+/// (from a NaN argument) stays NaN whatever its payload, where the sum of bits turned a NaN
+/// with any of its low 9 payload bits set into a number.
 KOKKOS_FORCEINLINE_FUNCTION float scale_by_pow2(float p, float t) {
-  return compat::bit_cast<float>(compat::bit_cast<std::uint32_t>(p) + (compat::bit_cast<std::uint32_t>(t) << 23));
+  return p * compat::bit_cast<float>((compat::bit_cast<std::uint32_t>(t) << 23) + 0x3f800000u);
 }
 
 /// Adding and subtracting 1.5 * 2^23 rounds a float of magnitude < 2^22 to the nearest integer.

@@ -84,6 +84,15 @@ TEST_CASE("activations of special values: +-0, +-Inf, NaN, huge") {
   CHECK(s[8] == doctest::Approx(-88.0 / (1 + std::exp(88.0))).epsilon(1e-5));
 }
 
+TEST_CASE("exp and exp2 keep a NaN a NaN, whatever its payload") {
+  for (const std::uint32_t bits : {0x7fc00000u, 0x7fc00001u, 0x7fc001ffu, 0xffc00003u, 0x7f800001u}) {
+    CAPTURE(bits);
+    const float nan = compat::bit_cast<float>(bits);
+    CHECK(std::isnan(math::exp(nan)));
+    CHECK(std::isnan(math::exp2_in_range(nan)));
+  }
+}
+
 TEST_CASE_TEMPLATE("bias_add and bias_gelu match float64 over every row length (plain and streaming stores)", T,
                    ROOFTOP_ML_DTYPES) {
   for (const std::size_t threshold : test::store_thresholds)

@@ -106,7 +106,9 @@ TEST_CASE("softmax works in place, and a NaN makes only its row NaN") {
 
 TEST_CASE_TEMPLATE("a NaN anywhere in a row makes that row NaN, masked entries or not", T, ROOFTOP_ML_DTYPES) {
   const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
-  auto x = matrix_of<T>(5, 3, {nan, 1.0f, 2.0f,  1.0f, 2.0f, nan,  -inf, nan, -inf,  -inf, -inf, -inf,  1.0f, -inf, 2.0f});
+  // The NaNs carry payloads whose low bits are set (they once slipped through exp as numbers).
+  const float nan1 = compat::bit_cast<float>(0x7fc00001u), nan2 = compat::bit_cast<float>(0xffc0010fu);
+  auto x = matrix_of<T>(5, 3, {nan1, 1.0f, 2.0f,  1.0f, 2.0f, nan2,  -inf, nan, -inf,  -inf, -inf, -inf,  1.0f, -inf, 2.0f});
   auto y = test::poisoned_matrix<T>(5, 3);
   rooftop::softmax(Exec(), x, y);
   const auto hy = host(y);
