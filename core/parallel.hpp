@@ -122,7 +122,12 @@ void narrow_values(T* out, std::int64_t n, const Value& value) {
 
 /// No second stage (convert_map).
 struct NoStage {
-  void operator()(float*, std::int64_t, std::int64_t) const {}
+  void operator()(const float*, float*, std::int64_t, std::int64_t) const {}
+};
+/// convert_map's f passing its one input through: the stage reads the input where it is
+/// (fp32: no copy into out first).
+struct Pass {
+  float operator()(std::int64_t, float v) const { return v; }
 };
 
 /// in as floats for j in [0, count): in itself where it holds floats, else widened into `wide`.
@@ -136,17 +141,8 @@ template <class In>
   }
 }
 
-/// out[j] = T(f(j, float(in[j])...)) for j in [0, n) on the host, 128 elements at a time: each
-/// input's block widened into an L1 buffer (cpu::widen), f applied over the buffers (a loop the
-/// compiler vectorizes), then stage(values, first, count) over the block of results in place,
-/// the results narrowed into out (cpu::narrow). Floats are read and written in place. For
-/// 2-byte types, whose element-by-element conversions the compiler either leaves scalar (fp16)
-/// or vectorizes into twice the instructions (bf16); and for ops whose second stage vectorizes
-/// better as a loop of its own (dropout's mask: DropoutMask::apply_block). An input may be out
-/// itself (the loops are marked to vectorize without overlap checks, so an in-place call is not
-/// sent down a scalar path).
-template <class T, class F, class Stage, class... In, std::size_t... k>
-void convert_map(T* out, std::int64_t n, const F& f, const Stage& stage, std::index_sequence<k...>, const In*... in) {
+template <std::size_t... k, class T, class F, class Stage, class... In>
+void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
   constexpr std::int64_t block = 128;
   constexpr bool narrows = !std::is_same_v<T, float>;
   alignas(64) float wide[sizeof...(In)][block];
@@ -155,24 +151,35 @@ void convert_map(T* out, std::int64_t n, const F& f, const Stage& stage, std::in
     const std::int64_t count = n - s < block ? n - s : block;
     const float* const src[] = {floats_of(in + s, wide[k], count)...};
     float* const values = narrows ? buf : reinterpret_cast<float*>(out + s);
-    if (count == block) {
-      ROOFTOP_SIMD
-      for (std::int64_t j = 0; j < block; ++j) values[j] = f(s + j, src[k][j]...);
+    if constexpr (std::is_same_v<F, Pass>) {
+      stage(src[0], values, s, count);
     } else {
-      ROOFTOP_SIMD
-      for (std::int64_t j = 0; j < count; ++j) values[j] = f(s + j, src[k][j]...);
+      if (count == block) {
+        ROOFTOP_SIMD
+        for (std::int64_t j = 0; j < block; ++j) values[j] = f(s + j, src[k][j]...);
+      } else {
+        ROOFTOP_SIMD
+        for (std::int64_t j = 0; j < count; ++j) values[j] = f(s + j, src[k][j]...);
+      }
+      stage(values, values, s, count);
     }
-    stage(values, s, count);
     if constexpr (narrows) cpu::narrow(buf, out + s, count);
   }
 }
-template <class T, class F, class... In>
-void convert_map(T* out, std::int64_t n, const F& f, const In*... in) {
-  convert_map(out, n, f, NoStage{}, std::index_sequence_for<In...>{}, in...);
-}
+
+/// out[j] = T(f(j, float(in[j])...)) for j in [0, n) on the host, 128 elements at a time: each
+/// input's block widened into an L1 buffer (cpu::widen), f applied over the buffers (a loop the
+/// compiler vectorizes), then stage(values, values, first, count) over the block of results in
+/// place (NoStage: none; with f = Pass, stage(input, values, first, count) instead), the
+/// results narrowed into out (cpu::narrow). Floats are read and written in
+/// place. For 2-byte types, whose element-by-element conversions the compiler either leaves
+/// scalar (fp16) or vectorizes into twice the instructions (bf16); and for ops whose second
+/// stage vectorizes better as a loop of its own (dropout's mask: DropoutMask::apply_block). An
+/// input may be out itself (the loops are marked to vectorize without overlap checks, so an
+/// in-place call is not sent down a scalar path).
 template <class T, class F, class Stage, class... In>
-void convert_map_staged(T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
-  convert_map(out, n, f, stage, std::index_sequence_for<In...>{}, in...);
+void convert_map(T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
+  convert_map_blocks(std::index_sequence_for<In...>{}, out, n, f, stage, in...);
 }
 
 /// out[j] = T(value(j)) for j in [0, n) with streaming stores, on the host: four cache lines at
@@ -247,22 +254,41 @@ void write_elements(const char* label, const Exec& exec, const Out& out, const V
   Kokkos::parallel_for(label, elements(exec, out), KOKKOS_LAMBDA(const std::int64_t i) { out(i) = T(value(i)); });
 }
 
+/// Where out and every x are contiguous host Views: out(i) = T(f(i, float(x(i))...)) in work
+/// items of 32 KB of out, each through convert_map, with stage(in, values, i, count) over each
+/// block of values (i: the first one's index), and true. False, and nothing done, where a View
+/// is strided.
+template <class Exec, class Out, class F, class Stage, class... X>
+bool map_contiguous(const char* label, const Exec& exec, const Out& out, const F& f, const Stage& stage, const X&... x) {
+  static_assert(on_host<Exec>, "map_contiguous runs on the host");
+  using T = typename Out::value_type;
+  if (out.stride(0) != 1 || ((x.stride(0) != 1) || ...)) return false;
+  T* const o = out.data();
+  for_each_chunk<T, false>(label, exec, static_cast<std::int64_t>(out.extent(0)), [=](const std::int64_t lo, const std::int64_t hi) {
+    const auto at = [&] {  // f at the item's indices (Pass as itself)
+      if constexpr (std::is_same_v<F, Pass>) {
+        return f;
+      } else {
+        return [&](const std::int64_t j, auto... v) { return f(lo + j, v...); };
+      }
+    }();
+    convert_map(
+        o + lo, hi - lo, at,
+        [&](const float* in, float* values, const std::int64_t first, const std::int64_t count) { stage(in, values, lo + first, count); },
+        (x.data() + lo)...);
+  });
+  return true;
+}
+
 /// out(i) = T(f(i, C(x(i))...)) for every i of the rank-1 Views out and x... (C: compute_t<T>):
 /// an elementwise op with inputs. Where the host converts T in blocks (host_converts) and every
-/// View is contiguous, each work item (32 KB of out) goes through convert_map; everything else
-/// through write_elements<stores>.
+/// View is contiguous, through map_contiguous; everything else through write_elements<stores>.
 template <Stores stores, class Exec, class Out, class F, class... X>
 void map_inputs(const char* label, const Exec& exec, const Out& out, const F& f, const X&... x) {
   using T = typename Out::value_type;
   using C = compute_t<T>;
   if constexpr (host_converts_all<Exec, T, X...>) {
-    if (out.stride(0) == 1 && ((x.stride(0) == 1) && ...)) {
-      T* const o = out.data();
-      for_each_chunk<T, false>(label, exec, static_cast<std::int64_t>(out.extent(0)), [=](const std::int64_t lo, const std::int64_t hi) {
-        convert_map(o + lo, hi - lo, [&](const std::int64_t j, auto... v) { return f(lo + j, v...); }, (x.data() + lo)...);
-      });
-      return;
-    }
+    if (map_contiguous(label, exec, out, f, NoStage{}, x...)) return;
   }
   const auto views = pack_views(x...);
   write_elements<stores>(label, exec, out, KOKKOS_LAMBDA(const std::int64_t i) { return views.template call<C>(f, i, i); });

@@ -33,7 +33,7 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
   map_inputs<light ? light_op_stores<T>() : Stores::plain>(label, exec, y, KOKKOS_LAMBDA(const std::int64_t, const float v) { return f(v); }, x);
 }
 
-/// Whether a row functor G splits on the host into g.value(v) per element and g.stage(values,
+/// Whether a row functor G splits on the host into g.value(v) per element and g.stage(in, out,
 /// c, count) over each block of a row's values (see convert_map).
 template <class G, class = void>
 inline constexpr bool has_stage = false;
@@ -69,13 +69,12 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
         }
 #if !defined(__CUDA_ARCH__)
         if constexpr (blocks && has_stage<G>) {
-          convert_map_staged(
+          convert_map(
               &y(r.row, 0), cols, [&](std::int64_t, const float v, const float b) { return g.value(v + b); },
-              [&](float* v, const std::int64_t c, const std::int64_t count) { g.stage(v, c, count); }, &x(r.row, 0),
-              bias.data());
+              [&](auto... block) { g.stage(block...); }, &x(r.row, 0), bias.data());
         } else if constexpr (blocks) {
           convert_map(&y(r.row, 0), cols, [&](const std::int64_t c, const float v, const float b) { return g(v + b, c); },
-                      &x(r.row, 0), bias.data());
+                      NoStage{}, &x(r.row, 0), bias.data());
         }
 #endif
       },

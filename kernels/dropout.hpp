@@ -125,7 +125,9 @@ struct GeluDropout {
     /// On the host, in two loops over each block of the row (map_rows_with_bias): GELU, then
     /// the mask over the block's columns [c, c + count).
     KOKKOS_FORCEINLINE_FUNCTION float value(float v) const { return gelu(v); }
-    void stage(float* v, std::int64_t c, std::int64_t count) const { mask.apply_block(v, v, count, first + static_cast<std::uint64_t>(c)); }
+    void stage(const float* in, float* out, std::int64_t c, std::int64_t count) const {
+      mask.apply_block(in, out, count, first + static_cast<std::uint64_t>(c));
+    }
   };
   KOKKOS_INLINE_FUNCTION Row row(std::int64_t r) const {
     const std::uint64_t first = static_cast<std::uint64_t>(r) * cols;
@@ -153,25 +155,14 @@ void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t s
   const DropoutMask mask(p, seed, offset);
   const auto n = static_cast<std::int64_t>(x.extent(0));
   if constexpr (detail::on_host<Exec>) {
-    // Contiguous on the host: blocks through DropoutMask::apply_block (2-byte types widened
-    // and narrowed around it).
-    if (x.stride(0) == 1 && y.stride(0) == 1) {
-      const auto* const in = x.data();
-      T* const out = y.data();
-      detail::for_each_chunk<T, false>("rooftop::dropout", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
-        if constexpr (std::is_same_v<T, float> && std::is_same_v<typename X::non_const_value_type, float>) {
-          mask.apply_block(in + lo, out + lo, hi - lo, static_cast<std::uint64_t>(lo));
-        } else {
-          detail::convert_map_staged(
-              out + lo, hi - lo, [](std::int64_t, const float v) { return v; },
-              [&](float* v, const std::int64_t first, const std::int64_t count) {
-                mask.apply_block(v, v, count, static_cast<std::uint64_t>(lo + first));
-              },
-              in + lo);
-        }
-      });
+    // Contiguous on the host: the mask over blocks of values (DropoutMask::apply_block).
+    if (detail::map_contiguous(
+            "rooftop::dropout", exec, y, detail::Pass{},
+            [=](const float* in, float* out, const std::int64_t first, const std::int64_t count) {
+              mask.apply_block(in, out, count, static_cast<std::uint64_t>(first));
+            },
+            x))
       return;
-    }
   }
   // In pieces of 2^31 elements, so the index within a piece fits the 32-bit arithmetic of
   // DropoutMask::Span (one piece below 2G elements).

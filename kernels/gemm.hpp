@@ -126,10 +126,6 @@ struct GemmProblem {
   std::int64_t batch, m, n, k;
 };
 
-/// Whether gemm_cpu packs contiguous runs of A and B through raw pointers (host memory).
-template <class Exec>
-inline constexpr bool gemm_packs_runs = on_host<Exec>;
-
 /// out[j] = Acc(in[j]) for j in [0, n) on the host: fp16 and bf16 eight at a time
 /// (cpu::widen), the rest a loop the compiler vectorizes.
 template <class T, class Acc>
@@ -159,7 +155,7 @@ void gemm_cpu(const Exec& exec, const P& p) {
   // element through the operand's layout and transpose test it cost more than the FMAs (n =
   // 2048, 2 threads, scratch program alternating builds, GFLOP/s: fp32 54-75 -> 74-83, bf16
   // 55-76 -> 103-109, fp16 38-46 -> 103-118).
-  const bool run_a = gemm_packs_runs<Exec> && p.a.stride_k() == 1, run_b = gemm_packs_runs<Exec> && p.b.stride_k() == 1;
+  const bool run_a = on_host<Exec> && p.a.stride_k() == 1, run_b = on_host<Exec> && p.b.stride_k() == 1;
   Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     const std::int64_t t = team.league_rank(), bt = t / (tiles_m * tiles_n);
     const std::int64_t m0 = t / tiles_n % tiles_m * MC, n0 = t % tiles_n * NC;
@@ -178,7 +174,7 @@ void gemm_cpu(const Exec& exec, const P& p) {
               for (int kk = 0; kk < kc; ++kk) dst[kk * MR] = p.a(bt, m0 + row, k0 + kk);
             } else {
 #if !defined(__CUDA_ARCH__)
-              if constexpr (gemm_packs_runs<Exec>) {
+              if constexpr (on_host<Exec>) {
                 // A row contiguous along k: converted in one run, then spread MR apart.
                 Acc run[KC];
                 convert_run(p.a.address(bt, m0 + row, k0), run, kc);
@@ -199,7 +195,7 @@ void gemm_cpu(const Exec& exec, const P& p) {
           } else {
 #if !defined(__CUDA_ARCH__)
             // B row contiguous along its columns: the NR of them converted in one run.
-            if constexpr (gemm_packs_runs<Exec>) convert_run(p.b.address(bt, k0 + kk, n0 + jr * NR), dst, NR);
+            if constexpr (on_host<Exec>) convert_run(p.b.address(bt, k0 + kk, n0 + jr * NR), dst, NR);
 #endif
           }
         }

@@ -99,7 +99,7 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
                 &out(i, j, lo), hi - lo,
                 [&](std::int64_t, const float w, const float c, const float e, const float xm, const float xp, const float ym,
                     const float yp) { return a * c + b * ((xm + xp) + (ym + yp) + (w + e)); },
-                centre - 1, centre, centre + 1, &in(i - 1, j, lo), &in(i + 1, j, lo), &in(i, j - 1, lo), &in(i, j + 1, lo));
+                detail::NoStage{}, centre - 1, centre, centre + 1, &in(i - 1, j, lo), &in(i + 1, j, lo), &in(i, j - 1, lo), &in(i, j + 1, lo));
           }
         }
 #endif
