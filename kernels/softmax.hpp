@@ -96,14 +96,24 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
         return r.scratch[c];
       }
     };
-    const float s = r.reduce(
-        cols, 0.0f,
-        [&](const std::int64_t c) {
-          const float e = exp_minus_max(in(c));
-          e_at(c) = e;
-          return e;
-        },
-        Plus{});
+    float s;
+    if constexpr (Row::gpu) {
+      s = r.reduce(
+          cols, 0.0f,
+          [&](const std::int64_t c) {
+            const float e = exp_minus_max(in(c));
+            e_at(c) = e;
+            return e;
+          },
+          Plus{});
+    } else {
+      // On the host the exponentials first, in a loop of their own, then their sum (the same
+      // partials and order): folded into the sum, the loop kept the sum's partials on the stack.
+      float* const e = r.scratch;
+      ROOFTOP_SIMD
+      for (std::int64_t c = 0; c < cols; ++c) e[c] = exp_minus_max(in(c));
+      s = r.reduce(cols, 0.0f, FloatRow{e}, Plus{});
+    }
     r.barrier();
     const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
     r.write(y, cols, [&](const std::int64_t c) { return e_at(c) * inv; }, r.next_row_of(x));
