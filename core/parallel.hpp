@@ -171,12 +171,12 @@ void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const
 /// input's block widened into an L1 buffer (cpu::widen), f applied over the buffers (a loop the
 /// compiler vectorizes), then stage(values, values, first, count) over the block of results in
 /// place (NoStage: none; with f = Pass, stage(input, values, first, count) instead), the
-/// results narrowed into out (cpu::narrow). Floats are read and written in
-/// place. For 2-byte types, whose element-by-element conversions the compiler either leaves
-/// scalar (fp16) or vectorizes into twice the instructions (bf16); and for ops whose second
-/// stage vectorizes better as a loop of its own (dropout's mask: DropoutMask::apply_block). An
-/// input may be out itself (the loops are marked to vectorize without overlap checks, so an
-/// in-place call is not sent down a scalar path).
+/// results narrowed into out (cpu::narrow). Floats are read and written in place. For 2-byte
+/// types, whose element-by-element conversions the compiler either leaves scalar (fp16) or
+/// vectorizes into twice the instructions (bf16); and for ops whose second stage vectorizes
+/// better as a loop of its own (dropout's mask: DropoutMask::apply_block). An input may be out
+/// itself (the loops are marked to vectorize without overlap checks, so an in-place call is not
+/// sent down a scalar path).
 template <class T, class F, class Stage, class... In>
 void convert_map(T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
   convert_map_blocks(std::index_sequence_for<In...>{}, out, n, f, stage, in...);
