@@ -6,6 +6,7 @@
 /// the host.
 #pragma once
 
+#include "../backends/cpu/nan_max.hpp"
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
 #include "../core/reduction.hpp"
@@ -42,9 +43,17 @@ template <class Exec, class X>
 compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
   using C = compute_t<typename X::value_type>;
+  const auto n = static_cast<std::int64_t>(x.extent(0));
+  if constexpr (detail::on_host<Exec> && cpu::has_vector_max<typename X::non_const_value_type>) {
+    // Contiguous fp32/fp64 on an AVX host: each work item's block through cpu::nan_max.
+    if (x.stride(0) == 1) {
+      const C* const data = x.data();
+      return detail::reduce_blocks("rooftop::max", exec, n, -std::numeric_limits<C>::infinity(), detail::NanMax{},
+                                   [=](const std::int64_t begin, const std::int64_t end) { return cpu::nan_max(data + begin, end - begin); });
+    }
+  }
   return detail::reduce_inputs(
-      "rooftop::max", exec, static_cast<std::int64_t>(x.extent(0)), -std::numeric_limits<C>::infinity(),
-      KOKKOS_LAMBDA(const C v) { return v; }, detail::NanMax{}, x);
+      "rooftop::max", exec, n, -std::numeric_limits<C>::infinity(), KOKKOS_LAMBDA(const C v) { return v; }, detail::NanMax{}, x);
 }
 template <class X>
 compute_t<typename X::value_type> max(const X& x) { return max(typename X::execution_space{}, x); }

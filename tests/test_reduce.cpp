@@ -55,6 +55,20 @@ TEST_CASE_TEMPLATE("max finds a single extreme anywhere, and propagates NaN", T,
   }
 }
 
+TEST_CASE_TEMPLATE("max: a NaN at every position of a short vector, infinities without NaN", T, ROOFTOP_DTYPES) {
+  const std::int64_t n = 100;  // several vector steps of the host's fold, and a tail
+  auto x = test::random_vector<T>(n);
+  Kokkos::deep_copy(Kokkos::subview(x, 3), T(std::numeric_limits<float>::infinity()));
+  Kokkos::deep_copy(Kokkos::subview(x, 40), T(-std::numeric_limits<float>::infinity()));
+  CHECK(rooftop::max(Exec(), x) == std::numeric_limits<compute_t<T>>::infinity());
+  for (std::int64_t where = 0; where < n; ++where) {
+    CAPTURE(where);
+    auto y = test::random_vector<T>(n);
+    Kokkos::deep_copy(Kokkos::subview(y, where), T(std::nanf("")));
+    CHECK(std::isnan(rooftop::max(Exec(), y)));
+  }
+}
+
 TEST_CASE_TEMPLATE("empty inputs: sum 0, nrm2 0, max -Inf", T, ROOFTOP_DTYPES) {
   test::Vector<T> x("x", 0);
   CHECK(rooftop::sum(Exec(), x) == 0);
