@@ -30,7 +30,7 @@ inline constexpr bool has_vector_max =
 
 #if defined(ROOFTOP_HAS_AVX_MAX)
 namespace detail {
-/// One vector register of T: its width and the three instructions nan_max needs.
+/// One vector register of T: its width and the instructions nan_max needs.
 template <class T>
 struct MaxVector;
 template <>
@@ -43,13 +43,7 @@ struct MaxVector<double> {
   static V unordered(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_UNORD_Q); }
   static V bit_or(V a, V b) { return _mm256_or_pd(a, b); }
   static bool any(V m) { return _mm256_movemask_pd(m) != 0; }
-  static double reduce_max(V a) {
-    alignas(32) double v[4];
-    _mm256_store_pd(v, a);
-    double m = v[0];
-    for (int k = 1; k < 4; ++k) m = v[k] > m ? v[k] : m;
-    return m;
-  }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
 };
 template <>
 struct MaxVector<float> {
@@ -61,13 +55,7 @@ struct MaxVector<float> {
   static V unordered(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
   static V bit_or(V a, V b) { return _mm256_or_ps(a, b); }
   static bool any(V m) { return _mm256_movemask_ps(m) != 0; }
-  static float reduce_max(V a) {
-    alignas(32) float v[8];
-    _mm256_store_ps(v, a);
-    float m = v[0];
-    for (int k = 1; k < 8; ++k) m = v[k] > m ? v[k] : m;
-    return m;
-  }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
 };
 }  // namespace detail
 
@@ -93,8 +81,11 @@ T nan_max(const T* x, std::int64_t n) {
     nan01 = Vec::bit_or(nan01, Vec::unordered(v0, v1));
     nan23 = Vec::bit_or(nan23, Vec::unordered(v2, v3));
   }
-  T m = Vec::reduce_max(Vec::max(Vec::max(m0, m1), Vec::max(m2, m3)));
+  T lanes[w];
+  Vec::store(lanes, Vec::max(Vec::max(m0, m1), Vec::max(m2, m3)));
+  T m = -std::numeric_limits<T>::infinity();
   bool nan = Vec::any(Vec::bit_or(nan01, nan23));
+  for (const T v : lanes) m = v > m ? v : m;
   for (; i < n; ++i) {
     nan |= x[i] != x[i];
     m = x[i] > m ? x[i] : m;
