@@ -59,19 +59,26 @@ struct MaxVector<float> {
 };
 }  // namespace detail
 
-/// max of x[0, n): NaN (quiet) if any element is NaN, -Inf if n = 0. Four running maxima
-/// (vmaxps/vmaxpd, which drop a NaN) and, beside them, NaN found by comparing pairs of loaded
-/// vectors unordered (one compare finds a NaN in either): max is exact, so the result does
-/// not depend on the order (but for the sign of a zero max, as in any order of detail::NanMax).
+#endif
+
+/// max of x[0, n): NaN (quiet) if any element is NaN, -Inf if n = 0. With AVX, four running
+/// maxima (vmaxps/vmaxpd, which drop a NaN) and, beside them, NaN found by comparing pairs of
+/// loaded vectors unordered (one compare finds a NaN in either); elsewhere (and for the tail)
+/// element by element (defined everywhere so callers compile; has_vector_max says when it
+/// pays). max is exact, so the result does not depend on the order (but for the sign of a zero
+/// max, as in any order of detail::NanMax).
 template <class T>
 T nan_max(const T* x, std::int64_t n) {
+  T m = -std::numeric_limits<T>::infinity();
+  bool nan = false;
+  std::int64_t i = 0;
+#if defined(ROOFTOP_HAS_AVX_MAX)
   using Vec = detail::MaxVector<T>;
   using V = typename Vec::V;
   constexpr std::int64_t w = Vec::width, step = 4 * w;
-  const V lowest = Vec::set1(-std::numeric_limits<T>::infinity());
+  const V lowest = Vec::set1(m);
   V m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;
   V nan01 = Vec::set1(0), nan23 = Vec::set1(0);
-  std::int64_t i = 0;
   for (; i + step <= n; i += step) {
     const V v0 = Vec::load(x + i), v1 = Vec::load(x + i + w), v2 = Vec::load(x + i + 2 * w), v3 = Vec::load(x + i + 3 * w);
     m0 = Vec::max(m0, v0);
@@ -83,15 +90,14 @@ T nan_max(const T* x, std::int64_t n) {
   }
   T lanes[w];
   Vec::store(lanes, Vec::max(Vec::max(m0, m1), Vec::max(m2, m3)));
-  T m = -std::numeric_limits<T>::infinity();
-  bool nan = Vec::any(Vec::bit_or(nan01, nan23));
+  nan = Vec::any(Vec::bit_or(nan01, nan23));
   for (const T v : lanes) m = v > m ? v : m;
+#endif
   for (; i < n; ++i) {
     nan |= x[i] != x[i];
     m = x[i] > m ? x[i] : m;
   }
   return nan ? std::numeric_limits<T>::quiet_NaN() : m;
 }
-#endif
 
 }  // namespace rooftop::cpu
