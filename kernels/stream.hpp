@@ -35,7 +35,7 @@ void copy(const Exec& exec, const X& x, const Y& y) {
   if constexpr (detail::on_host<Exec>) {
     // Contiguous copies on the host, in 32 KB work items: large ones streamed straight from x
     // (no buffer), the others by memmove (x may be y). Kokkos's element loop left bf16 and
-    // fp16 unvectorized: 4-8x slower than fp32 in cache.
+    // fp16 unvectorized: 3-8x slower than fp32 in cache.
     const auto n = static_cast<std::int64_t>(y.extent(0));
     if (x.stride(0) == 1 && y.stride(0) == 1) {
       const T* const from = x.data();
