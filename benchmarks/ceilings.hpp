@@ -66,14 +66,25 @@ double last_level_cache_bytes(const Exec& exec) {
   return last_level_cache_bytes();
 }
 
-/// Independent FMA chains per work item, per backend. CPU: enough to cover FMA latency x FMA
-/// pipes (Zen 3: 4 cycles x 2 pipes = 8 registers in flight) with registers to spare. GPU: 8
-/// per thread hides the FMA latency with a few warps per scheduler; the launch supplies many
-/// more, and few registers per thread keep occupancy high.
+/// Bytes of the widest vector register host code is compiled for (the FMA chains' width).
+constexpr int host_vector_bytes() {
+#if defined(__AVX512F__)
+  return 64;
+#else
+  return 32;
+#endif
+}
+
+/// Independent FMA chains per work item, per backend. CPU: twelve registers of the widest
+/// vector the compiler uses, enough to cover FMA latency x FMA pipes (Zen 3 and Zen 5: 4 cycles
+/// x 2 pipes = 8 registers in flight) with registers to spare; with AVX-512 the compiler puts
+/// the chains in zmm registers, and 256-bit sizing left only 6 of them. GPU: 8 per thread hides
+/// the FMA latency with a few warps per scheduler; the launch supplies many more, and few
+/// registers per thread keep occupancy high.
 template <class Exec, class T>
 constexpr int fma_chains() {
   if constexpr (detail::ReductionShape<Exec, T>::gpu) return 8;
-  return 12 * static_cast<int>(32 / sizeof(T));  // twelve 256-bit registers
+  return 12 * static_cast<int>(host_vector_bytes() / sizeof(T));
 }
 
 /// Runs `items` work items of fma_chains<Exec, T>() independent chains x `iters` FMAs; returns FLOPs.
