@@ -14,6 +14,7 @@
 #include "reduction.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 /// Loop hints for register-blocked kernels. ROOFTOP_UNROLL fully unrolls a short loop of fixed
@@ -425,13 +426,22 @@ struct RowTeam {
   }
 
   /// y(row, j) = src[j] for j in [0, n), src contiguous: streamed straight from src where the
-  /// plan says so.
+  /// plan says so, else on the host one memcpy where y's row is contiguous too (the element
+  /// loop is not vectorized for bf16/fp16: embedding bf16 1365x768 in cache ran at a quarter
+  /// of fp32's GB/s).
   template <class Y>
   KOKKOS_INLINE_FUNCTION void copy(const Y& y, const typename Y::value_type* src, std::int64_t n) const {
 #if !defined(__CUDA_ARCH__)
-    if constexpr (host_streams<Exec>) {
-      if (stream) {
-        cpu::stream_whole_lines(&y(row, 0), src, static_cast<std::size_t>(n) * sizeof(typename Y::value_type));
+    if constexpr (on_host<Exec>) {
+      const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(typename Y::value_type);
+      if constexpr (host_streams<Exec>) {
+        if (stream) {
+          cpu::stream_whole_lines(&y(row, 0), src, bytes);
+          return;
+        }
+      }
+      if (n > 0 && (n == 1 || y.stride(1) == 1)) {
+        std::memcpy(&y(row, 0), src, bytes);
         return;
       }
     }

@@ -43,6 +43,33 @@ TEST_CASE_TEMPLATE("embedding gathers rows exactly (plain and streaming stores)"
   }
 }
 
+TEST_CASE_TEMPLATE("embedding with LayoutLeft tables and outputs (rows not contiguous)", T, ROOFTOP_DTYPES) {
+  using Left = Kokkos::View<T**, Kokkos::LayoutLeft, BackendMemory>;
+  const std::int64_t vocab = 100, dim = 13, tokens = 37;
+  const auto right_table = test::random_matrix<T>(vocab, dim);
+  test::Vector<std::int32_t> ids("ids", tokens);
+  fill_integers(Exec(), ids, test::next_seed(), 0, vocab - 1);
+  const auto ht = host(right_table);
+  const auto hid = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids);
+  Left left_table("table", vocab, dim);
+  Kokkos::deep_copy(left_table, right_table);
+  for (const bool left_out : {false, true}) {
+    CAPTURE(left_out);
+    auto out = test::poisoned_matrix<T>(tokens, dim);
+    if (left_out) {
+      Left o("out", tokens, dim);
+      Kokkos::deep_copy(o, out);  // poisoned
+      rooftop::embedding(Exec(), right_table, ids, o);
+      Kokkos::deep_copy(out, o);
+    } else {
+      rooftop::embedding(Exec(), left_table, ids, out);
+    }
+    const auto ho = host(out);
+    for (std::int64_t t = 0; t < tokens; ++t)
+      for (std::int64_t c = 0; c < dim; ++c) REQUIRE(ho[t * dim + c] == ht[hid(t) * dim + c]);
+  }
+}
+
 TEST_CASE("embedding: an out-of-range id throws, naming the first bad token; no read past the table") {
   const std::int64_t vocab = 50, dim = 16, tokens = 2000;
   auto table = test::random_matrix<float>(vocab, dim);
