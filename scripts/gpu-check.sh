@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# On a GPU machine, from a CUDA build made elsewhere (ROOFTOP_PRESET=cuda scripts/run.sh build,
+# then build/cuda/bin copied over): the tests, compute-sanitizer, the roofline harness and
+# PyTorch's timings of the same shapes, and a summary of the GPU targets.
+#
+#   scripts/gpu-check.sh [--bin DIR] [--out DIR] STEP [args...]
+#
+#   tests [binaries...]        every test binary (or those named), pass/fail -> tests.log
+#   sanitizer [binaries...]    the same under compute-sanitizer (memcheck) -> sanitizer.log
+#   roofline [rooftop args...] the harness -> report.json, report.csv, roofline.svg
+#   references [--ops a,b]     PyTorch on the report's shapes -> references.json
+#   summary                    ceilings, rooftop beside PyTorch, targets -> summary.md
+#   all                        the five in turn (tens of minutes: the sanitizer is slow)
+#
+# --bin: the binaries (default build/cuda/bin). --out: the results (default
+# docs/results/<gpu-name>, e.g. docs/results/nvidia-h100-80gb-hbm3). Each step records its
+# outcome in <out>/status.txt, which the summary shows. Steps are separate so each fits a
+# time-limited session; run them in this order. PYTHON names the Python with PyTorch (default
+# python3). Nothing here changes the GPU's settings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=build/cuda/bin
+out=
+python="${PYTHON:-python3}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+step="${1:-}"
+[ $# -gt 0 ] && shift
+case "$step" in
+  tests|sanitizer|roofline|references|summary|all) ;;
+  *) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
+if [ -z "$out" ]; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
+  [ -n "$gpu" ] || { echo "gpu-check: nvidia-smi finds no GPU; pass --out DIR to run anyway" >&2; exit 1; }
+  out="docs/results/$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')"
+fi
+mkdir -p "$out"
+[ -f "$out/nvidia-smi.txt" ] || nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
+
+# status KEY TEXT: replaces KEY's line in status.txt.
+status() {
+  touch "$out/status.txt"
+  { grep -v "^$1:" "$out/status.txt" || true; echo "$1: $2"; } > "$out/status.txt.new"
+  mv "$out/status.txt.new" "$out/status.txt"
+  echo "[gpu-check] $1: $2" >&2
+}
+
+test_binaries() {
+  if [ $# -gt 0 ]; then for t in "$@"; do echo "$bin/$(basename "$t")"; done; return; fi
+  ls "$bin"/test_* 2>/dev/null || { echo "gpu-check: no test binaries in $bin" >&2; exit 1; }
+}
+
+# run_tests NAME LOG [wrapper...] -- [binaries...]: each binary under the wrapper; one status line.
+run_tests() {
+  local name=$1 log=$2 wrapper=() failed=() count=0
+  shift 2
+  while [ "$1" != "--" ]; do wrapper+=("$1"); shift; done
+  shift
+  : > "$log"
+  for t in $(test_binaries "$@"); do
+    count=$((count + 1))
+    echo "[gpu-check] $name: $(basename "$t")" >&2
+    local start=$SECONDS rc=0
+    "${wrapper[@]}" "$t" >> "$log" 2>&1 || rc=$?
+    echo "== $(basename "$t"): exit $rc in $((SECONDS - start)) s" >> "$log"
+    [ $rc -eq 0 ] || failed+=("$(basename "$t") (exit $rc)")
+  done
+  if [ ${#failed[@]} -eq 0 ]; then
+    status "$name" "PASS, $count binaries ($log)"
+  else
+    status "$name" "FAIL: ${failed[*]} of $count ($log)"
+  fi
+}
+
+do_step() {
+  case "$1" in
+    tests) shift; run_tests tests "$out/tests.log" -- "$@" ;;
+    sanitizer)
+      shift
+      command -v compute-sanitizer >/dev/null || { status sanitizer "FAIL: compute-sanitizer not found"; return; }
+      run_tests sanitizer "$out/sanitizer.log" compute-sanitizer --tool memcheck --error-exitcode 99 -- "$@" ;;
+    roofline)
+      shift
+      local rc=0
+      "$bin/rooftop" --out "$out" "$@" 2>&1 | tee "$out/roofline.log" || rc=$?
+      [ $rc -eq 0 ] && status roofline "PASS ($out/report.json)" || status roofline "FAIL: rooftop exit $rc ($out/roofline.log)" ;;
+    references)
+      shift
+      local rc=0
+      "$python" scripts/gpu_references.py "$out/report.json" "$out/references.json" "$@" 2>&1 | tee "$out/references.log" || rc=$?
+      [ $rc -eq 0 ] && status references "PASS ($out/references.json)" || status references "FAIL: exit $rc ($out/references.log)" ;;
+    summary) "$python" scripts/gpu_summary.py "$out" ;;
+  esac
+}
+
+if [ "$step" = all ]; then
+  for s in tests sanitizer roofline references summary; do do_step "$s"; done
+else
+  do_step "$step" "$@"
+fi
+echo "[gpu-check] results in $out" >&2

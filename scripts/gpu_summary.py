@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Summarizes a GPU run of scripts/gpu-check.sh: the ceilings, rooftop beside PyTorch, and the
+GPU targets of the project's issues, each marked met or not.
+
+    python3 scripts/gpu_summary.py DIR     reads DIR/report.json, DIR/references.json and
+                                           DIR/status.txt (each optional but the report),
+                                           writes DIR/summary.md and prints it
+
+Targets checked (the datasheet FP32 peak of H100 SXM and H200 is 66.9 TFLOP/s):
+- main-memory (HBM) ceiling >= 0.90x PyTorch's device-to-device copy rate;
+- STREAM-family ops (copy, scale, add, triad, dot) in main memory >= 0.90 of the ceiling;
+- FP32 peak ceiling >= 0.80x 66.9 TFLOP/s; pinned host-to-device >= 1.5x pageable;
+- softmax, layernorm, rmsnorm in main memory >= 0.85 of the ceiling and >= 1.0x PyTorch;
+- fp32 gemm >= 0.6x cuBLAS (PyTorch, TF32 off); bf16 attention >= 0.3x PyTorch's SDPA.
+"""
+import json
+import os
+import sys
+
+DATASHEET_FP32_GFLOPS = 66.9e3
+STREAM_OPS = ("copy", "scale", "add", "triad", "dot")
+ROW_OPS = ("softmax", "layernorm", "rmsnorm")
+
+
+def load(path):
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def shape_str(shape):
+    return "x".join(str(s) for s in shape)
+
+
+def check(lines, ok, what):
+    lines.append(f"- [{'x' if ok else ' '}] {what}")
+    return ok
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__.split("\n\n")[1])
+    d = sys.argv[1]
+    report = load(os.path.join(d, "report.json"))
+    if report is None:
+        sys.exit(f"gpu_summary: no {d}/report.json (run the roofline step first)")
+    refs = load(os.path.join(d, "references.json"))
+    status_path = os.path.join(d, "status.txt")
+    status = open(status_path).read().strip().splitlines() if os.path.exists(status_path) else []
+
+    system, ceil = report["system"], report["ceilings"]
+    bw, peak = ceil["bandwidth_gbs"], ceil["peak_gflops"]
+    dram = bw["dram"]
+    main_memory = [r for r in report["ops"] if not r.get("cache_resident", False)]
+    ref_of = {}
+    if refs:
+        for e in refs["ops"]:
+            ref_of[(e["op"], e["dtype"], tuple(e["shape"]))] = e
+
+    out = [f"# rooftop on {system.get('device', '?')}", "",
+           f"{system.get('backend')} backend, Kokkos {system.get('kokkos_version')}, git {system.get('git')}, "
+           f"{system.get('timestamp')}; {len(report['ops'])} results, "
+           f"{sum(1 for r in report['ops'] if r.get('verified'))} verified.", ""]
+    if status:
+        out += ["## Steps (status.txt)", ""] + [f"- {s}" for s in status] + [""]
+
+    out += ["## Ceilings", "",
+            f"- main memory {dram:.0f} GB/s (copy {bw.get('dram_copy', 0):.0f}, add {bw.get('dram_add', 0):.0f}, "
+            f"triad {bw.get('dram_triad', 0):.0f}, read {bw.get('dram_read', 0):.0f}); L2 {bw.get('llc', 0):.0f} GB/s",
+            f"- FP32 {peak['fp32'] / 1e3:.1f} TFLOP/s, FP64 {peak['fp64'] / 1e3:.1f} TFLOP/s; "
+            f"launch overhead {ceil.get('launch_overhead_us', 0):.2f} us"]
+    if "h2d_pageable" in bw:
+        out.append(f"- host to device {bw['h2d_pageable']:.1f} GB/s pageable, {bw['h2d_pinned']:.1f} pinned; "
+                   f"device to host {bw['d2h_pageable']:.1f} pageable, {bw['d2h_pinned']:.1f} pinned")
+    if refs:
+        out.append(f"- PyTorch {refs['torch_version']} device-to-device copy {refs['d2d_copy_gbs']:.0f} GB/s "
+                   f"(bytes read + written)")
+    out.append("")
+
+    if refs:
+        out += ["## rooftop beside PyTorch (same shapes, same run)", "",
+                "| op | dtype | shape | rooftop GB/s | PyTorch GB/s | rooftop GFLOP/s | PyTorch GFLOP/s | rooftop / PyTorch | PyTorch call |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in report["ops"]:
+            e = ref_of.get((r["op"], r["dtype"], tuple(r["shape"])))
+            if e is None:
+                continue
+            if "error" in e:
+                out.append(f"| {r['op']} | {r['dtype']} | {shape_str(r['shape'])} | {r['gbs']:.0f} | | | | | {e['error']} |")
+                continue
+            out.append(f"| {r['op']} | {r['dtype']} | {shape_str(r['shape'])} | {r['gbs']:.0f} | {e['gbs']:.0f} | "
+                       f"{r['gflops']:.0f} | {e['gflops']:.0f} | {e['rooftop_vs_torch']:.2f} | {e['torch_call']} |")
+        out.append("")
+
+    out += ["## Targets", ""]
+    met = True
+    if refs:
+        met &= check(out, dram >= 0.90 * refs["d2d_copy_gbs"],
+                     f"main-memory ceiling {dram:.0f} GB/s >= 0.90x PyTorch's copy {refs['d2d_copy_gbs']:.0f} GB/s "
+                     f"({dram / refs['d2d_copy_gbs']:.2f}x)")
+    stream = [r for r in main_memory if r["op"] in STREAM_OPS]
+    if stream:
+        worst = min(stream, key=lambda r: r["roof_fraction"])
+        met &= check(out, worst["roof_fraction"] >= 0.90,
+                     f"STREAM-family ops in main memory >= 0.90 of the ceiling (lowest: {worst['op']} {worst['dtype']} "
+                     f"{worst['roof_fraction']:.2f})")
+    met &= check(out, peak["fp32"] >= 0.80 * DATASHEET_FP32_GFLOPS,
+                 f"FP32 peak {peak['fp32'] / 1e3:.1f} TFLOP/s >= 0.80x 66.9 ({peak['fp32'] / DATASHEET_FP32_GFLOPS:.2f}x)")
+    if "h2d_pageable" in bw:
+        met &= check(out, bw["h2d_pinned"] >= 1.5 * bw["h2d_pageable"],
+                     f"pinned host-to-device >= 1.5x pageable ({bw['h2d_pinned'] / bw['h2d_pageable']:.2f}x)")
+    for r in (r for r in main_memory if r["op"] in ROW_OPS):
+        what = f"{r['op']} {r['dtype']} {shape_str(r['shape'])}: {r['gbs']:.0f} GB/s = {r['gbs'] / dram:.2f} of the ceiling (>= 0.85)"
+        e = ref_of.get((r["op"], r["dtype"], tuple(r["shape"])))
+        ok = r["gbs"] >= 0.85 * dram
+        if e and "error" not in e:
+            what += f", {e['rooftop_vs_torch']:.2f}x PyTorch (>= 1.0)"
+            ok = ok and e["rooftop_vs_torch"] >= 1.0
+        met &= check(out, ok, what)
+    for op, dtype, target, name in (("gemm", "fp32", 0.6, "cuBLAS SGEMM"), ("attention", "bf16", 0.3, "PyTorch SDPA")):
+        for r in (r for r in report["ops"] if r["op"] == op and r["dtype"] == dtype):
+            e = ref_of.get((op, dtype, tuple(r["shape"])))
+            if e and "error" not in e:
+                met &= check(out, e["rooftop_vs_torch"] >= target,
+                             f"{op} {dtype} {shape_str(r['shape'])}: {r['gflops'] / 1e3:.1f} TFLOP/s, "
+                             f"{e['rooftop_vs_torch']:.2f}x {name} (>= {target})")
+    if any("FAIL" in s for s in status):
+        met = check(out, False, "every step passed (see above)")
+    out += ["", f"All targets met: {'yes' if met else 'no'}."]
+
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(d, "summary.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()
