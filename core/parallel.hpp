@@ -142,6 +142,12 @@ template <class In>
   }
 }
 
+/// cpu::prefetch_ahead where In is float.
+template <class In>
+[[gnu::always_inline]] inline void prefetch_floats(const In* in, std::int64_t count) {
+  if constexpr (std::is_same_v<std::remove_cv_t<In>, float>) cpu::prefetch_ahead(in, count);
+}
+
 template <std::size_t... k, class T, class F, class Stage, class... In>
 void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
   constexpr std::int64_t block = 128;
@@ -150,6 +156,9 @@ void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const
   alignas(64) float buf[narrows ? block : 1];
   for (std::int64_t s = 0; s < n; s += block) {
     const std::int64_t count = n - s < block ? n - s : block;
+    // Floats read in place are prefetched (prefetch_distance); prefetching 2-byte inputs,
+    // widened into L1 first, cost 5-15% (bf16/fp16 relu and dropout, 2^25 elements).
+    (prefetch_floats(in + s, count), ...);
     const float* const src[] = {floats_of(in + s, wide[k], count)...};
     float* const values = narrows ? buf : reinterpret_cast<float*>(out + s);
     if constexpr (std::is_same_v<F, Pass>) {

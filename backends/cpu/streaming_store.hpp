@@ -129,6 +129,22 @@ inline void prefetch_line(const void* p) {
 #endif
 }
 
+/// Bytes ahead of a host loop's reading position that prefetch_ahead asks for: far enough that
+/// the line arrives before the loop gets there. The hardware prefetcher alone fell behind
+/// dropout's fp32 loop (blocks of 128 floats read in place, DropoutMask::apply_block): 2^25
+/// elements, 2 threads, Zen 5 VM, three alternations of binaries without and with it, 20-23 ->
+/// 71-82 GB/s (relu, streamed, 72-88 in the same runs); a scratch loop prefetching 16 KB ahead
+/// did no better than 4 KB.
+inline constexpr std::int64_t prefetch_distance = 4096;
+
+/// Prefetches, into L2, the lines of the `count` elements prefetch_distance bytes after p.
+template <class T>
+inline void prefetch_ahead(const T* p, std::int64_t count) {
+  const char* const from = reinterpret_cast<const char*>(p) + prefetch_distance;
+  const std::int64_t bytes = count * static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t b = 0; b < bytes; b += 64) prefetch_line(from + b);
+}
+
 /// A row to prefetch while another is written: `element_bytes` of it per element written.
 struct Prefetch {
   const char* data = nullptr;
