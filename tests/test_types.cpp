@@ -136,7 +136,7 @@ TEST_CASE_TEMPLATE("conversions inside a kernel match the host", T, rooftop::bf1
 }
 
 TEST_CASE_TEMPLATE("block conversions on the host match element by element", T, rooftop::bf16, rooftop::fp16) {
-  // cpu::widen and cpu::narrow (AVX2 / F16C where compiled for them, else the element loop):
+  // cpu::widen and cpu::narrow (AVX-512, AVX2 / F16C where compiled for them, else the element loop):
   // every 2-byte pattern widened, and random floats over every magnitude plus the special
   // values narrowed, at lengths that leave each vector loop a tail.
   std::vector<T> all(65536);
@@ -154,7 +154,7 @@ TEST_CASE_TEMPLATE("block conversions on the host match element by element", T, 
                             0x1p-25f, from_bits32(0x7f7fffffu), std::numeric_limits<float>::infinity(),
                             -std::numeric_limits<float>::infinity(), std::nanf(""), from_bits32(0x7f800001u),
                             from_bits32(0xffffffffu), from_bits32(0x7fbfffffu)};
-  for (const std::int64_t n : {1, 7, 15, 16, 17, 1000, 4099}) {
+  for (const std::int64_t n : {1, 7, 15, 16, 17, 31, 1000, 4099}) {
     std::vector<float> in(static_cast<std::size_t>(n));
     for (auto& f : in) f = from_bits32((static_cast<std::uint32_t>(rng()) & 0x807fffffu) | ((1u + static_cast<std::uint32_t>(rng() % 254)) << 23));
     for (std::size_t i = 0; i < std::size(specials) && i < in.size(); ++i) in[(i * 7919) % in.size()] = specials[i];
