@@ -237,7 +237,6 @@ std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& 
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Member = typename Policy::member_type;
   using Team = detail::AttentionTeam<Member, Tiles::gpu>;
-  using ScratchTile = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   constexpr int lanes = Tiles::softmax_lanes;
   constexpr std::int64_t BK = Tiles::keys, R = Tiles::block_rows, C = Tiles::block_cols;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
@@ -248,7 +247,7 @@ std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& 
   const std::int64_t BQ = tile.block_q, dp = tile.dp;
   const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
   const auto league = static_cast<int>(static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
-  const auto scratch_bytes = ScratchTile::shmem_size(tile.floats);
+  const auto scratch_bytes = detail::scratch_lines_bytes<Exec, float>(tile.floats);
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
 
   // Strides of (batch, heads, seq) in elements (LayoutRight: head_dim has stride 1; the
@@ -260,8 +259,7 @@ std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& 
       Policy(exec, league, Tiles::threads).set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
       KOKKOS_LAMBDA(const Member& member) {
         const Team team{member};
-        const ScratchTile tiles(member.team_scratch(level), tile.floats);
-        float* const scratch = tiles.data();
+        float* const scratch = detail::scratch_lines<float>(member.team_scratch(level), tile.floats);
         float *const qs = scratch + tile.q, *const kt = scratch + tile.kt, *const vs = scratch + tile.v;
         float *const s = scratch + tile.s, *const acc = scratch + tile.acc;
         float *const m = scratch + tile.m, *const l = scratch + tile.l, *const alpha = scratch + tile.alpha;

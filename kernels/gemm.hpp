@@ -148,7 +148,7 @@ void gemm_cpu(const Exec& exec, const P& p) {
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Scratch = Kokkos::View<Acc*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   const std::int64_t tiles_m = (p.m + MC - 1) / MC, tiles_n = (p.n + NC - 1) / NC;
-  const std::size_t scratch = Scratch::shmem_size(MC * KC) + Scratch::shmem_size(KC * NC) + Scratch::shmem_size(MC * NC);
+  const std::size_t scratch = scratch_lines_bytes<Exec, Acc>(MC * KC) + scratch_lines_bytes<Exec, Acc>(KC * NC) + scratch_lines_bytes<Exec, Acc>(MC * NC);
   const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, 1).set_scratch_size(1, Kokkos::PerTeam(scratch));
   // Where A's rows run along k and B's along its columns in memory (LayoutRight, not
   // transposed), packing converts whole runs through pointers (convert_run): element by
@@ -160,7 +160,9 @@ void gemm_cpu(const Exec& exec, const P& p) {
     const std::int64_t t = team.league_rank(), bt = t / (tiles_m * tiles_n);
     const std::int64_t m0 = t / tiles_n % tiles_m * MC, n0 = t % tiles_n * NC;
     const int mv = static_cast<int>(p.m - m0 < MC ? p.m - m0 : MC), nv = static_cast<int>(p.n - n0 < NC ? p.n - n0 : NC);
-    Scratch as(team.team_scratch(1), MC * KC), bs(team.team_scratch(1), KC * NC), cs(team.team_scratch(1), MC * NC);
+    const auto& space = team.team_scratch(1);
+    Scratch as(scratch_lines<Acc>(space, MC * KC), MC * KC), bs(scratch_lines<Acc>(space, KC * NC), KC * NC),
+        cs(scratch_lines<Acc>(space, MC * NC), MC * NC);
     for (int e = 0; e < MC * NC; ++e) cs(e) = Acc(0);
     for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
       const int kc = static_cast<int>(p.k - k0 < KC ? p.k - k0 : KC);
