@@ -12,8 +12,7 @@
 /// them). x and y must not alias.
 ///
 /// Parallelization: on CPUs a thread takes contiguous blocks of rows, a plain loop over each
-/// row's entries (for bf16/fp16 in batches of entries whose conversion vectorizes, see the
-/// kernel). On GPUs every row gets `vector_length` lanes of one thread's
+/// row's entries. On GPUs every row gets `vector_length` lanes of one thread's
 /// vector (a group of consecutive lanes of a warp): the lanes read consecutive entries of the
 /// row's col_idx and values (coalesced; consecutive rows are consecutive in memory too), and
 /// reduce their partial sums; a team is a block of such rows.
@@ -90,8 +89,6 @@ struct SpmvShape {
   /// CPU: rows per work item (a contiguous block): ~thousands of entries per item keep
   /// scheduling overhead negligible, while many items per thread keep uneven rows balanced.
   static constexpr std::int64_t cpu_rows_per_block = 512;
-  /// CPU, bf16/fp16: entries buffered at a time (x gathered, products): 6 KB, in L1.
-  static constexpr std::int64_t cpu_buffered_entries = 1024;
 
   /// GPU lanes per row: the mean row length rounded up to a power of two, at most a warp (7 for
   /// the 3D Laplacian gives 8; long rows loop over their entries 32 at a time).
@@ -136,49 +133,23 @@ template <class Exec, class RowPtr, class ColIdx, class Values, class X, class Y
 void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, const ColIdx& col_idx, const Values& values,
                  const X& x, const Y& y, C a, C b, bool reads_y) {
   using T = typename Y::value_type;
-  using Shape = SpmvShape<Exec>;
-  constexpr std::int64_t block = Shape::cpu_rows_per_block, buffered = Shape::cpu_buffered_entries;
+  constexpr std::int64_t block = SpmvShape<Exec>::cpu_rows_per_block;
   Kokkos::parallel_for(
       "rooftop::spmv", Kokkos::RangePolicy<Exec>(exec, 0, (rows + block - 1) / block), KOKKOS_LAMBDA(const std::int64_t blk) {
         const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
-        auto write = [&](const std::int64_t r, const C sum) { y(r) = T(reads_y ? a * sum + b * C(y(r)) : a * sum); };
-        std::int64_t r = blk * block;
-        if (sizeof(T) == 2) {  // (a plain if: nvcc refuses device lambdas capturing in if constexpr)
-          // bf16/fp16: converting to fp32 one entry at a time costs more than the entry's
-          // bytes take to arrive. So the rows' x entries are gathered (raw) into a buffer, and
-          // one contiguous loop converts and multiplies (vectorized), then each row sums its
-          // products. A run of rows whose entries fit the buffer at a time; a longer row alone.
-          T xs[buffered];
-          C products[buffered];
-          while (r < last) {
-            const std::int64_t e0 = row_ptr(r);
-            std::int64_t s = r;
-            while (s < last && row_ptr(s + 1) - e0 <= buffered) ++s;
-            if (s == r) {  // one row longer than the buffer
-              C sum = 0;
-              for (std::int64_t e = e0; e < row_ptr(r + 1); ++e) sum += C(values(e)) * C(x(col_idx(e)));
-              write(r++, sum);
-              continue;
-            }
-            const std::int64_t n = row_ptr(s) - e0;
-            for (std::int64_t e = 0; e < n; ++e) xs[e] = x(col_idx(e0 + e));
-            const T* v = values.data() + e0;
-            for (std::int64_t e = 0; e < n; ++e) products[e] = C(v[e]) * C(xs[e]);
-            for (; r < s; ++r) {
-              C sum = 0;
-              for (std::int64_t e = row_ptr(r) - e0; e < row_ptr(r + 1) - e0; ++e) sum += products[e];
-              write(r, sum);
-            }
-          }
-        } else {
-          for (; r < last; ++r) {
-            C sum = 0;
-            // An FMA chain, not sum += product: GCC 12 turns the latter into AVX2 gathers and an
-            // in-order vector reduction whose set-up costs more than a row of ~7 entries saves
-            // (fp32 3D Laplacian: ~20% slower measured); the FMA chain stays scalar.
-            for (std::int64_t e = row_ptr(r); e < row_ptr(r + 1); ++e) sum = compat::fma(C(values(e)), C(x(col_idx(e))), sum);
-            write(r, sum);
-          }
+        for (std::int64_t r = blk * block; r < last; ++r) {
+          C sum = 0;
+          // An FMA chain, not sum += product: GCC 12 turns the latter into AVX2 gathers and an
+          // in-order vector reduction whose set-up costs more than a row of ~7 entries saves
+          // (fp32 3D Laplacian: ~20% slower measured); the FMA chain stays scalar. bf16/fp16
+          // convert one value at a time (cpu::to_compute: one instruction for fp16 with F16C).
+          // That beat gathering a run of rows' x into a buffer, converting and multiplying it
+          // in one vectorized loop, then summing each row's products (3D Laplacian 175^3, 2
+          // threads, Zen 5 VM, two alternations, GB/s: bf16 15.0-15.1 -> 15.7-15.9, fp16
+          // 10.3-10.4 -> 20.8-21.0).
+          for (std::int64_t e = row_ptr(r); e < row_ptr(r + 1); ++e)
+            sum = compat::fma(cpu::to_compute(values(e)), cpu::to_compute(x(col_idx(e))), sum);
+          y(r) = cpu::from_compute<T>(reads_y ? a * sum + b * cpu::to_compute(y(r)) : a * sum);
         }
       });
 }

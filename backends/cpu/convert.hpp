@@ -98,6 +98,27 @@ inline __m256i bf16_bits(__m512 f) {
 }  // namespace detail
 #endif
 
+/// compute_t<T>(v) for one value: fp16 by F16C's vcvtph2ps where the host has it (one
+/// instruction for fp16's integer sequence), else the plain conversion. Exact for every T.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION compute_t<T> to_compute(T v) {
+#if defined(ROOFTOP_HAS_F16C)
+  if constexpr (std::is_same_v<T, fp16>) return _cvtsh_ss(v.bits);
+#endif
+  return compute_t<T>(v);
+}
+
+/// T(c) for one value: fp16 by F16C where the host has it, else T(c); the same bits as narrow
+/// (below) gives.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION T from_compute(compute_t<T> c) {
+#if defined(ROOFTOP_HAS_F16C)
+  if constexpr (std::is_same_v<T, fp16>)
+    return fp16::from_bits(static_cast<std::uint16_t>(_cvtss_sh(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+#endif
+  return T(c);
+}
+
 /// out[j] = float(in[j]) for j in [0, n) (exact for every T).
 template <class T>
 [[gnu::always_inline]] inline void widen(const T* in, float* out, std::int64_t n) {
@@ -140,7 +161,7 @@ template <class T>
 #endif
     for (; j < n - n % 8; j += 8)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm256_cvtps_ph(_mm256_loadu_ps(in + j), rne));
-    for (; j < n; ++j) out[j] = fp16::from_bits(static_cast<std::uint16_t>(_cvtss_sh(in[j], rne)));
+    for (; j < n; ++j) out[j] = from_compute<fp16>(in[j]);
     return;
   }
 #endif
