@@ -454,17 +454,17 @@ struct RowTeam {
   }
 
   /// y(row, j) = src[j] for j in [0, n), src contiguous: streamed straight from src where the
-  /// plan says so, else on the host one memcpy where y's row is contiguous too (the element
-  /// loop is not vectorized for bf16/fp16: embedding bf16 1365x768 in cache ran at a quarter
-  /// of fp32's GB/s).
+  /// plan says so (prefetching `ahead`, the next row's source, as it goes), else on the host
+  /// one memcpy where y's row is contiguous too (the element loop is not vectorized for
+  /// bf16/fp16: embedding bf16 1365x768 in cache ran at a quarter of fp32's GB/s).
   template <class Y>
-  KOKKOS_INLINE_FUNCTION void copy(const Y& y, const typename Y::value_type* src, std::int64_t n) const {
+  KOKKOS_INLINE_FUNCTION void copy(const Y& y, const typename Y::value_type* src, std::int64_t n, const cpu::Prefetch& ahead = {}) const {
 #if !defined(__CUDA_ARCH__)
     if constexpr (on_host<Exec>) {
       const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(typename Y::value_type);
       if constexpr (host_streams<Exec>) {
         if (stream) {
-          cpu::stream_whole_lines(&y(row, 0), src, bytes);
+          cpu::stream_whole_lines(&y(row, 0), src, bytes, ahead);
           return;
         }
       }
@@ -474,6 +474,7 @@ struct RowTeam {
       }
     }
 #endif
+    (void)ahead;
     for_each(n, [&](const std::int64_t j) { y(row, j) = src[j]; });
   }
 

@@ -92,20 +92,48 @@ inline void copy_short(char* d, const char* s, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
 }
 
+/// Prefetches the cache line holding p into L2 (a no-op on hosts without SSE).
+inline void prefetch_line(const void* p) {
+#if defined(ROOFTOP_HAS_STREAMING_STORES)
+  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+#else
+  (void)p;
+#endif
+}
+
+/// A row to prefetch while another is written: `element_bytes` of it per element written.
+struct Prefetch {
+  const char* data = nullptr;
+  std::int64_t element_bytes = 0;
+  /// Prefetches the line holding byte b of the row into L2 (nothing if data is null).
+  void line(std::int64_t b) const {
+    if (data) prefetch_line(data + b);
+  }
+  /// Prefetches the cache lines of [begin, end) bytes of the row into L2 (none if data is null).
+  void lines(std::int64_t begin, std::int64_t end) const {
+    if (data)
+      for (std::int64_t b = begin & ~std::int64_t{63}; b < end; b += 64) prefetch_line(data + b);
+  }
+};
+
 /// Copies n bytes from src to dst (the same bytes, or not overlapping at all): streaming stores
 /// for the whole 64-byte lines of dst, plain stores for the partial lines at its ends, whose
 /// rest another work item may write (or the same one much later: a transpose's short row
 /// segments). A streamed partial line leaves a half-filled write-combining buffer and a line
 /// written both ways: fp32 5793 x 5793 transposed at 4 GB/s that way on the 2-core Zen 3 VM,
-/// and rmsnorm over rows one element off line alignment at 2.8 GB/s.
-inline void stream_whole_lines(void* dst, const void* src, std::size_t n) {
+/// and rmsnorm over rows one element off line alignment at 2.8 GB/s. `ahead` names a row of
+/// the next n bytes to be copied, prefetched line by line meanwhile (embedding's next gathered
+/// row: see there).
+inline void stream_whole_lines(void* dst, const void* src, std::size_t n, const Prefetch& ahead = {}) {
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   const std::size_t head = std::min<std::size_t>((64 - (reinterpret_cast<std::uintptr_t>(d) & 63)) & 63, n);
   copy_short(d, s, head);
+  ahead.lines(0, static_cast<std::int64_t>(head));
   std::size_t i = head;
 #if defined(ROOFTOP_HAS_STREAMING_STORES)
   for (; i + 64 <= n; i += 64) {
+    ahead.line(static_cast<std::int64_t>(i));
 #if defined(__AVX__)
     _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
     _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32)));
@@ -117,16 +145,8 @@ inline void stream_whole_lines(void* dst, const void* src, std::size_t n) {
 #else
   for (; i + 64 <= n; i += 64) std::memmove(d + i, s + i, 64);
 #endif
+  ahead.lines(static_cast<std::int64_t>(i), static_cast<std::int64_t>(n));
   copy_short(d + i, s + i, n - i);
-}
-
-/// Prefetches the cache line holding p into L2 (a no-op on hosts without SSE).
-inline void prefetch_line(const void* p) {
-#if defined(ROOFTOP_HAS_STREAMING_STORES)
-  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
-#else
-  (void)p;
-#endif
 }
 
 /// Bytes ahead of a host loop's reading position that prefetch_ahead asks for: far enough that
@@ -144,17 +164,6 @@ inline void prefetch_ahead(const T* p, std::int64_t count) {
   const std::int64_t bytes = count * static_cast<std::int64_t>(sizeof(T));
   for (std::int64_t b = 0; b < bytes; b += 64) prefetch_line(from + b);
 }
-
-/// A row to prefetch while another is written: `element_bytes` of it per element written.
-struct Prefetch {
-  const char* data = nullptr;
-  std::int64_t element_bytes = 0;
-  /// Prefetches the cache lines of [begin, end) bytes of the row into L2 (none if data is null).
-  void lines(std::int64_t begin, std::int64_t end) const {
-    if (data)
-      for (std::int64_t b = begin & ~std::int64_t{63}; b < end; b += 64) prefetch_line(data + b);
-  }
-};
 
 /// Orders this thread's streaming stores before everything it does next.
 inline void stream_fence() {
