@@ -433,10 +433,13 @@ struct RowTeam {
   /// This row of the (rows, cols) View x as a reader of floats, c -> float(x(row, c)). Where
   /// host_widens, the row is widened once into the work item's scratch (its first cols
   /// floats; plan input_scratch_floats), so the row's later passes read floats and convert
-  /// nothing; elsewhere the reader reads x.
-  template <class X>
+  /// nothing; elsewhere the reader reads x. widen_2byte widens bf16 on the host too, where
+  /// an op has the scratch anyway (softmax: GCC 12 compiles its row max over bf16 read in
+  /// place into a compare and a masked shift per step of a two-deep dependency chain, not
+  /// vmaxps).
+  template <bool widen_2byte = false, class X>
   KOKKOS_INLINE_FUNCTION auto input(const X& x, std::int64_t cols) const {
-    if constexpr (host_widens<Exec, typename X::value_type>) {
+    if constexpr (host_widens<Exec, typename X::value_type> || (widen_2byte && on_host<Exec> && sizeof(typename X::value_type) == 2)) {
 #if !defined(__CUDA_ARCH__)
       if (x.stride(1) == 1) {
         cpu::widen(&x(row, 0), scratch, cols);

@@ -80,8 +80,10 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
   using T = typename Y::value_type;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
   // On the host, 2-byte rows are widened into the scratch row first (RowTeam::input); the
-  // exponentials then overwrite them in place.
-  const auto in = r.input(x, cols);
+  // exponentials then overwrite them in place. (bf16 too: 2 threads, Zen 5 VM, scratch
+  // program, three alternations, GB/s: 2730x768 in cache 22.4-25.7 -> 29.7-30.4, 16384x4096
+  // 25.3-26.9 -> 28.0-29.8.)
+  const auto in = r.template input<true>(x, cols);
   if constexpr (!Row::gpu || std::is_same_v<T, float>) {
     // The row max first, then e = exp(x - max) summed and kept (in the host's scratch row, or
     // in an fp32 y), then the output pass rescales e: one exp per entry.
