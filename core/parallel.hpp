@@ -476,7 +476,7 @@ struct RowTeam {
       const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(typename Y::value_type);
       if constexpr (host_streams<Exec>) {
         if (stream) {
-          cpu::stream_whole_lines(&y(row, 0), src, bytes, ahead);
+          cpu::stream_whole_lines<true>(&y(row, 0), src, bytes, ahead);
           return;
         }
       }

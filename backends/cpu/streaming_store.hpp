@@ -121,19 +121,20 @@ struct Prefetch {
 /// rest another work item may write (or the same one much later: a transpose's short row
 /// segments). A streamed partial line leaves a half-filled write-combining buffer and a line
 /// written both ways: fp32 5793 x 5793 transposed at 4 GB/s that way on the 2-core Zen 3 VM,
-/// and rmsnorm over rows one element off line alignment at 2.8 GB/s. `ahead` names a row of
-/// the next n bytes to be copied, prefetched line by line meanwhile (embedding's next gathered
-/// row: see there).
+/// and rmsnorm over rows one element off line alignment at 2.8 GB/s. With `prefetching`,
+/// `ahead` names a row of the next n bytes to be copied, prefetched line by line meanwhile
+/// (embedding's next gathered row: see there); without, the loop has no trace of it.
+template <bool prefetching = false>
 inline void stream_whole_lines(void* dst, const void* src, std::size_t n, const Prefetch& ahead = {}) {
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   const std::size_t head = std::min<std::size_t>((64 - (reinterpret_cast<std::uintptr_t>(d) & 63)) & 63, n);
   copy_short(d, s, head);
-  ahead.lines(0, static_cast<std::int64_t>(head));
+  if constexpr (prefetching) ahead.lines(0, static_cast<std::int64_t>(head));
   std::size_t i = head;
 #if defined(ROOFTOP_HAS_STREAMING_STORES)
   for (; i + 64 <= n; i += 64) {
-    ahead.line(static_cast<std::int64_t>(i));
+    if constexpr (prefetching) ahead.line(static_cast<std::int64_t>(i));
 #if defined(__AVX__)
     _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
     _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32)));
@@ -145,7 +146,7 @@ inline void stream_whole_lines(void* dst, const void* src, std::size_t n, const 
 #else
   for (; i + 64 <= n; i += 64) std::memmove(d + i, s + i, 64);
 #endif
-  ahead.lines(static_cast<std::int64_t>(i), static_cast<std::int64_t>(n));
+  if constexpr (prefetching) ahead.lines(static_cast<std::int64_t>(i), static_cast<std::int64_t>(n));
   copy_short(d + i, s + i, n - i);
 }
 
