@@ -11,6 +11,8 @@
 /// in compute_t<T> (fp64 for fp64, fp32 otherwise), rounded once to the storage type. in and
 /// out must be distinct, non-overlapping Views of the same extents (a Jacobi sweep reads only
 /// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
+/// Large fp32/fp64 host grids whose rows are whole cache lines are swept with streaming stores
+/// and a prefetch of the next plane (stencil_streamed).
 #pragma once
 
 #include "../core/cost.hpp"
@@ -39,6 +41,55 @@ struct StencilShape {
   static constexpr std::int64_t tile_j = 4;
   static constexpr std::int64_t tile_k = gpu ? 64 : 1;  // in chunks
 };
+
+/// The host sweep where the grid is large, fp32 or fp64, both Views dense LayoutRight (strides
+/// ny*nz, nz, 1) and line-aligned, and rows whole cache lines (so nz >= 8). The work items are
+/// runs of whole rows (i, j) of about 32 KB of out, in memory order, so each thread walks its
+/// own run of planes. Each interior row is computed `chunk` elements at a time into an L1
+/// buffer (all of it, k = 0 and nz-1 too, whose neighbours along k lie in the rows beside it;
+/// those two are then copied over), so the vectorized loop's loads are line-aligned; the
+/// buffer is streamed out while the lines of plane i+1 prefetch_distance ahead are prefetched:
+/// that plane is the sweep's only stream from memory (planes i and i-1 were read for the
+/// planes before and are still in L2). Boundary rows are streamed copies. fp64 256^3, 2
+/// threads, Zen 4 VM, scratch program, in one process: the 3D-range loop with plain stores 21-22
+/// GB/s, this 27-34, a hand-written AVX-512 loop storing each vector with a streaming store
+/// 34-39 (streaming stores alone 1.1x, the prefetch alone 0.9x, of plain stores). Rows not of
+/// whole lines (fp32 323^3: partial lines stored plainly at every row's ends) ran at 21-24
+/// GB/s against 29-30 for the 3D-range loop, so they stay with it.
+template <class T, class C, class Exec>
+void stencil_streamed(const Exec& exec, const T* in, T* out, std::int64_t nx, std::int64_t ny, std::int64_t nz, C a, C b) {
+  constexpr std::int64_t chunk = 1024 / static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t rows = nx * ny, plane = ny * nz;
+  const std::int64_t per_item = (32768 / static_cast<std::int64_t>(sizeof(T)) + nz - 1) / nz;
+  Kokkos::parallel_for(
+      "rooftop::stencil", Kokkos::RangePolicy<Exec>(exec, 0, (rows + per_item - 1) / per_item), [=](const std::int64_t item) {
+        const std::int64_t last = (item + 1) * per_item < rows ? (item + 1) * per_item : rows;
+        for (std::int64_t row = item * per_item; row < last; ++row) {
+          const std::int64_t i = row / ny, j = row % ny;
+          const T* const c = in + row * nz;
+          T* const o = out + row * nz;
+          if (i == 0 || i == nx - 1 || j == 0 || j == ny - 1) {
+            cpu::stream_whole_lines(o, c, static_cast<std::size_t>(nz) * sizeof(T));
+            continue;
+          }
+          for (std::int64_t k0 = 0, k1 = 0; k0 < nz; k0 = k1) {
+            k1 = k0 + chunk < nz ? k0 + chunk : nz;
+            alignas(64) T buffer[chunk];
+            T* const at = buffer - k0;  // at[k] holds out(i, j, k)
+            ROOFTOP_SIMD
+            for (std::int64_t k = k0; k < k1; ++k) {
+              const C neighbours = (C(c[k - 1]) + C(c[k + 1])) + (C(c[k - nz]) + C(c[k + nz])) + (C(c[k - plane]) + C(c[k + plane]));
+              at[k] = T(a * C(c[k]) + b * neighbours);
+            }
+            if (k0 == 0) at[0] = c[0];
+            if (k1 == nz) at[nz - 1] = c[nz - 1];
+            cpu::prefetch_ahead(c + plane + k0, k1 - k0);
+            cpu::stream_whole_lines(o + k0, buffer, static_cast<std::size_t>(k1 - k0) * sizeof(T));
+          }
+        }
+        cpu::stream_fence();
+      });
+}
 }  // namespace detail
 
 /// out = one Jacobi sweep of the 7-point stencil (c0 on the centre, c1 on each of the six
@@ -66,6 +117,17 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
   const typename Policy::tile_type tile = {{Shape::tile_i, Shape::tile_j, Shape::tile_k}};
   const C a = static_cast<C>(c0), b = static_cast<C>(c1);
   const bool contiguous = in.stride(2) == 1 && out.stride(2) == 1;
+  if constexpr (detail::host_streams<Exec> && sizeof(T) >= 4) {
+    // Rows of whole cache lines, in and out line-aligned (see stencil_streamed).
+    auto dense = [&](const auto& v) {
+      return v.stride(2) == 1 && static_cast<std::int64_t>(v.stride(1)) == nz && static_cast<std::int64_t>(v.stride(0)) == ny * nz &&
+             reinterpret_cast<std::uintptr_t>(v.data()) % 64 == 0;
+    };
+    if (nz * static_cast<std::int64_t>(sizeof(T)) % 64 == 0 && dense(in) && dense(out) && detail::streams<T>(nx * ny * nz)) {
+      detail::stencil_streamed(exec, in.data(), out.data(), nx, ny, nz, a, b);
+      return;
+    }
+  }
   Kokkos::parallel_for(
       "rooftop::stencil", Policy(exec, lower, upper, tile),
       KOKKOS_LAMBDA(const std::int64_t i, const std::int64_t j, const std::int64_t chunk_index) {
