@@ -92,8 +92,8 @@ struct SpmvShape {
   static constexpr std::int64_t cpu_rows_per_block = 512;
   /// CPU: bytes ahead of each row's first entry at which one line of values and one of
   /// col_idx are prefetched. Each row's short FMA chain, its x loads and its y store leave the
-  /// hardware prefetcher behind. 3D Laplacian, 2 threads, Zen 4 VM, scratch program, GB/s:
-  /// fp32 158^3 none 29-30, these 33-34, 8 KB and 4 KB 30; fp64 137^3 none 28-31, these
+  /// hardware prefetcher behind. 3D Laplacian, 2 threads, Zen 4 VM, scratch loops, GB/s: fp32
+  /// 158^3 none 29-30, these distances 33-34, twice them 30; fp64 137^3 none 28-31, these
   /// 46-48. Every line of each row's range instead (a loop of 1 or 2 prefetches per row, or
   /// each line once as the rows reach it: a branch that goes either way from row to row):
   /// fp32 25-28, fp64 35-39.
@@ -138,22 +138,31 @@ void spmv_teams(const Exec& exec, std::int64_t rows, std::int64_t nnz, const Row
       });
 }
 
-/// spmv on a CPU: blocks of rows per work item. RowPtr ... Y: the Views, or their data
-/// pointers where all are contiguous (read through [] either way).
-template <bool reads_y, class Exec, class RowPtr, class ColIdx, class Values, class X, class Y, class C>
-void spmv_rows(const Exec& exec, std::int64_t rows, const RowPtr row_ptr, const ColIdx col_idx, const Values values, const X x,
-               const Y y, C a, C b, const cpu::Prefetch values_ahead, const cpu::Prefetch col_idx_ahead) {
-  using T = std::remove_cv_t<std::remove_reference_t<decltype(y[0])>>;
-  constexpr std::int64_t block = SpmvShape<Exec>::cpu_rows_per_block;
+/// spmv on a CPU: blocks of rows per work item.
+template <class Exec, class RowPtr, class ColIdx, class Values, class X, class Y, class C>
+void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, const ColIdx& col_idx, const Values& values,
+                 const X& x, const Y& y, C a, C b, bool reads_y) {
+  using T = typename Y::value_type;
+  using Shape = SpmvShape<Exec>;
+  constexpr std::int64_t block = Shape::cpu_rows_per_block;
+  // One line per row in each, ahead of the row's first entry (see SpmvShape); not for
+  // 2-byte values, whose conversions bound the loop (bf16 3D Laplacian 175^3, the harness,
+  // three alternations: 15.1-16.4 -> 13.5-13.9 GB/s with the prefetches; fp16 unchanged).
+  const bool prefetches = values.stride(0) == 1 && col_idx.stride(0) == 1 && sizeof(typename Values::value_type) >= 4;
+  const cpu::Prefetch values_ahead{prefetches ? reinterpret_cast<const char*>(values.data()) + Shape::cpu_values_ahead : nullptr,
+                                   static_cast<std::int64_t>(sizeof(typename Values::value_type))};
+  const cpu::Prefetch col_idx_ahead{prefetches ? reinterpret_cast<const char*>(col_idx.data()) + Shape::cpu_col_idx_ahead : nullptr,
+                                    static_cast<std::int64_t>(sizeof(typename ColIdx::value_type))};
   Kokkos::parallel_for(
       "rooftop::spmv", Kokkos::RangePolicy<Exec>(exec, 0, (rows + block - 1) / block), KOKKOS_LAMBDA(const std::int64_t blk) {
-        const std::int64_t first = blk * block, last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
-        for (std::int64_t r = first; r < last; ++r) {
-          const std::int64_t begin = row_ptr[r], end = row_ptr[r + 1];
+        const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
+        for (std::int64_t r = blk * block; r < last; ++r) {
+          const std::int64_t begin = row_ptr(r), end = row_ptr(r + 1);
 #if !defined(__CUDA_ARCH__)
           values_ahead.line(begin * values_ahead.element_bytes);
           col_idx_ahead.line(begin * col_idx_ahead.element_bytes);
 #endif
+          C sum = 0;
           // An FMA chain, not sum += product: GCC 12 turns the latter into AVX2 gathers and an
           // in-order vector reduction whose set-up costs more than a row of ~7 entries saves
           // (fp32 3D Laplacian: ~20% slower measured); the FMA chain stays scalar. bf16/fp16
@@ -162,41 +171,11 @@ void spmv_rows(const Exec& exec, std::int64_t rows, const RowPtr row_ptr, const 
           // in one vectorized loop, then summing each row's products (3D Laplacian 175^3, 2
           // threads, Zen 5 VM, two alternations, GB/s: bf16 15.0-15.1 -> 15.7-15.9, fp16
           // 10.3-10.4 -> 20.8-21.0).
-          C sum = 0;
-          for (std::int64_t e = begin; e < end; ++e) sum = compat::fma(cpu::to_compute(values[e]), cpu::to_compute(x[col_idx[e]]), sum);
-          if constexpr (reads_y) {
-            y[r] = cpu::from_compute<T>(a * sum + b * cpu::to_compute(y[r]));
-          } else {
-            y[r] = cpu::from_compute<T>(a * sum);
-          }
+          for (std::int64_t e = begin; e < end; ++e)
+            sum = compat::fma(cpu::to_compute(values(e)), cpu::to_compute(x(col_idx(e))), sum);
+          y(r) = cpu::from_compute<T>(reads_y ? a * sum + b * cpu::to_compute(y(r)) : a * sum);
         }
       });
-}
-
-template <class Exec, class RowPtr, class ColIdx, class Values, class X, class Y, class C>
-void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, const ColIdx& col_idx, const Values& values,
-                 const X& x, const Y& y, C a, C b, bool reads_y) {
-  using Shape = SpmvShape<Exec>;
-  // One line per row in each, ahead of the row's first entry (see SpmvShape); not for
-  // 2-byte values, whose conversions bound the loop (bf16 3D Laplacian 175^3, the harness,
-  // three alternations: 15.1-16.4 -> 13.5-13.9 GB/s with the prefetches; fp16 unchanged).
-  const bool contiguous = values.stride(0) == 1 && col_idx.stride(0) == 1;
-  const bool prefetches = contiguous && sizeof(typename Values::value_type) >= 4;
-  const cpu::Prefetch values_ahead{prefetches ? reinterpret_cast<const char*>(values.data()) + Shape::cpu_values_ahead : nullptr,
-                                   static_cast<std::int64_t>(sizeof(typename Values::value_type))};
-  const cpu::Prefetch col_idx_ahead{prefetches ? reinterpret_cast<const char*>(col_idx.data()) + Shape::cpu_col_idx_ahead : nullptr,
-                                    static_cast<std::int64_t>(sizeof(typename ColIdx::value_type))};
-  // Raw pointers where every array is contiguous: through the Views, GCC 12 reloaded their
-  // data pointers after each store to y (fp32 3D Laplacian 158^3, 2 threads, Zen 4 VM, scratch
-  // program, with the prefetches: 25 -> 34 GB/s).
-  auto run = [&](const auto& p, const auto& i, const auto& v, const auto& xs, const auto& ys) {
-    if (reads_y) spmv_rows<true>(exec, rows, p, i, v, xs, ys, a, b, values_ahead, col_idx_ahead);
-    else spmv_rows<false>(exec, rows, p, i, v, xs, ys, a, b, values_ahead, col_idx_ahead);
-  };
-  if (contiguous && row_ptr.stride(0) == 1 && x.stride(0) == 1 && y.stride(0) == 1)
-    run(row_ptr.data(), col_idx.data(), values.data(), x.data(), y.data());
-  else
-    run(row_ptr, col_idx, values, x, y);
 }
 }  // namespace detail
 
