@@ -11,8 +11,8 @@
 /// in compute_t<T> (fp64 for fp64, fp32 otherwise), rounded once to the storage type. in and
 /// out must be distinct, non-overlapping Views of the same extents (a Jacobi sweep reads only
 /// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
-/// Large fp32/fp64 host grids whose rows are whole cache lines are swept with streaming stores
-/// and a prefetch of the next plane (stencil_streamed).
+/// Large dense fp32/fp64 host grids are swept with streaming stores and a prefetch of the next
+/// plane (stencil_streamed).
 #pragma once
 
 #include "../core/cost.hpp"
@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace rooftop {
 
@@ -42,20 +43,21 @@ struct StencilShape {
   static constexpr std::int64_t tile_k = gpu ? 64 : 1;  // in chunks
 };
 
-/// The host sweep where the grid is large, fp32 or fp64, both Views dense LayoutRight (strides
-/// ny*nz, nz, 1) and line-aligned, and rows whole cache lines (so nz >= 8). The work items are
-/// runs of whole rows (i, j) of about 32 KB of out, in memory order, so each thread walks its
-/// own run of planes. Each interior row is computed `chunk` elements at a time into an L1
-/// buffer (all of it, k = 0 and nz-1 too, whose neighbours along k lie in the rows beside it;
-/// those two are then copied over), so the vectorized loop's loads are line-aligned; the
-/// buffer is streamed out while the lines of plane i+1 prefetch_distance ahead are prefetched:
-/// that plane is the sweep's only stream from memory (planes i and i-1 were read for the
-/// planes before and are still in L2). Boundary rows are streamed copies. fp64 256^3, 2
-/// threads, Zen 4 VM, scratch program, in one process: the 3D-range loop with plain stores 21-22
-/// GB/s, this 27-34, a hand-written AVX-512 loop storing each vector with a streaming store
-/// 34-39 (streaming stores alone 1.1x, the prefetch alone 0.9x, of plain stores). Rows not of
-/// whole lines (fp32 323^3: partial lines stored plainly at every row's ends) ran at 21-24
-/// GB/s against 29-30 for the 3D-range loop, so they stay with it.
+/// The host sweep where the grid is large, fp32 or fp64, and both Views are dense LayoutRight
+/// (strides ny*nz, nz, 1). The work items are runs of whole rows (i, j) of about 32 KB of out,
+/// in memory order, so each thread walks its own run of planes, and a run's output is one
+/// contiguous stretch, written through a cpu::LineStream: each interior row is computed
+/// `chunk` elements at a time into its L1 buffer (all of it, k = 0 and nz-1 too, whose
+/// neighbours along k lie in the rows beside it; those two are then copied over) and every
+/// line of out it completes is streamed out, while the lines of plane i+1 prefetch_distance
+/// ahead are prefetched: that plane is the sweep's only stream from memory (planes i and i-1
+/// were read for the planes before and are still in L2). Boundary rows are copied through it.
+/// fp64 256^3, 2 threads, Zen 4 VM, scratch program, in one process: the 3D-range loop with
+/// plain stores 21-22 GB/s, this 27-34, a hand-written AVX-512 loop storing each vector with a
+/// streaming store 34-39 (streaming stores alone 1.1x, the prefetch alone 0.9x, of plain
+/// stores). Streaming each row on its own, with the partial lines at both ends of rows that are
+/// not whole lines stored plainly, fp32 323^3 ran at 21-24 GB/s against 29-30 for the 3D-range
+/// loop.
 template <class T, class C, class Exec>
 void stencil_streamed(const Exec& exec, const T* in, T* out, std::int64_t nx, std::int64_t ny, std::int64_t nz, C a, C b) {
   constexpr std::int64_t chunk = 1024 / static_cast<std::int64_t>(sizeof(T));
@@ -63,30 +65,31 @@ void stencil_streamed(const Exec& exec, const T* in, T* out, std::int64_t nx, st
   const std::int64_t per_item = (32768 / static_cast<std::int64_t>(sizeof(T)) + nz - 1) / nz;
   Kokkos::parallel_for(
       "rooftop::stencil", Kokkos::RangePolicy<Exec>(exec, 0, (rows + per_item - 1) / per_item), [=](const std::int64_t item) {
-        const std::int64_t last = (item + 1) * per_item < rows ? (item + 1) * per_item : rows;
-        for (std::int64_t row = item * per_item; row < last; ++row) {
+        const std::int64_t first = item * per_item, last = first + per_item < rows ? first + per_item : rows;
+        cpu::LineStream<T, chunk> stream(out + first * nz);
+        for (std::int64_t row = first; row < last; ++row) {
           const std::int64_t i = row / ny, j = row % ny;
           const T* const c = in + row * nz;
-          T* const o = out + row * nz;
-          if (i == 0 || i == nx - 1 || j == 0 || j == ny - 1) {
-            cpu::stream_whole_lines(o, c, static_cast<std::size_t>(nz) * sizeof(T));
-            continue;
-          }
+          const bool boundary = i == 0 || i == nx - 1 || j == 0 || j == ny - 1 || nz < 3;
           for (std::int64_t k0 = 0, k1 = 0; k0 < nz; k0 = k1) {
             k1 = k0 + chunk < nz ? k0 + chunk : nz;
-            alignas(64) T buffer[chunk];
-            T* const at = buffer - k0;  // at[k] holds out(i, j, k)
-            ROOFTOP_SIMD
-            for (std::int64_t k = k0; k < k1; ++k) {
-              const C neighbours = (C(c[k - 1]) + C(c[k + 1])) + (C(c[k - nz]) + C(c[k + nz])) + (C(c[k - plane]) + C(c[k + plane]));
-              at[k] = T(a * C(c[k]) + b * neighbours);
+            T* const at = stream.slots() - k0;  // at[k] holds out(i, j, k)
+            if (boundary) {
+              std::memcpy(at + k0, c + k0, static_cast<std::size_t>(k1 - k0) * sizeof(T));
+            } else {
+              ROOFTOP_SIMD
+              for (std::int64_t k = k0; k < k1; ++k) {
+                const C neighbours = (C(c[k - 1]) + C(c[k + 1])) + (C(c[k - nz]) + C(c[k + nz])) + (C(c[k - plane]) + C(c[k + plane]));
+                at[k] = T(a * C(c[k]) + b * neighbours);
+              }
+              if (k0 == 0) at[0] = c[0];
+              if (k1 == nz) at[nz - 1] = c[nz - 1];
+              cpu::prefetch_ahead(c + plane + k0, k1 - k0);
             }
-            if (k0 == 0) at[0] = c[0];
-            if (k1 == nz) at[nz - 1] = c[nz - 1];
-            cpu::prefetch_ahead(c + plane + k0, k1 - k0);
-            cpu::stream_whole_lines(o + k0, buffer, static_cast<std::size_t>(k1 - k0) * sizeof(T));
+            stream.commit(k1 - k0);
           }
         }
+        stream.finish();
         cpu::stream_fence();
       });
 }
@@ -118,12 +121,10 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
   const C a = static_cast<C>(c0), b = static_cast<C>(c1);
   const bool contiguous = in.stride(2) == 1 && out.stride(2) == 1;
   if constexpr (detail::host_streams<Exec> && sizeof(T) >= 4) {
-    // Rows of whole cache lines, in and out line-aligned (see stencil_streamed).
     auto dense = [&](const auto& v) {
-      return v.stride(2) == 1 && static_cast<std::int64_t>(v.stride(1)) == nz && static_cast<std::int64_t>(v.stride(0)) == ny * nz &&
-             reinterpret_cast<std::uintptr_t>(v.data()) % 64 == 0;
+      return v.stride(2) == 1 && static_cast<std::int64_t>(v.stride(1)) == nz && static_cast<std::int64_t>(v.stride(0)) == ny * nz;
     };
-    if (nz * static_cast<std::int64_t>(sizeof(T)) % 64 == 0 && dense(in) && dense(out) && detail::streams<T>(nx * ny * nz)) {
+    if (dense(in) && dense(out) && detail::streams<T>(nx * ny * nz)) {
       detail::stencil_streamed(exec, in.data(), out.data(), nx, ny, nz, a, b);
       return;
     }

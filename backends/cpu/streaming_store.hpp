@@ -166,6 +166,60 @@ inline void prefetch_ahead(const T* p, std::int64_t count) {
   for (std::int64_t b = 0; b < bytes; b += 64) prefetch_line(from + b);
 }
 
+/// Writes one contiguous run of T, from `dst` on, piece after piece: each piece's values go
+/// into slots() (an L1 buffer, at most `capacity` of them), and commit(count) streams out every
+/// line of dst those values complete, carrying a partial last line over to the next piece.
+/// Only the run's first and last partial lines, which its neighbours in memory may share, are
+/// stored plainly (the first as soon as it is complete, the last by finish()). For runs made
+/// of pieces that are not whole lines (a stencil's rows of 323 floats): streaming each piece
+/// on its own would store the partial lines at every piece's ends plainly. The caller fences.
+template <class T, std::int64_t capacity>
+class LineStream {
+ public:
+  explicit LineStream(T* dst)
+      : skip_(static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(dst) & 63) / static_cast<std::int64_t>(sizeof(T))),
+        at_(dst - skip_),
+        held_(skip_) {
+    static_assert(64 % sizeof(T) == 0, "LineStream: elements must tile a cache line");
+  }
+  LineStream(const LineStream&) = delete;
+  LineStream& operator=(const LineStream&) = delete;
+
+  /// Where the next piece's values go (capacity of them at most).
+  T* slots() { return stage_ + held_; }
+
+  /// Hands over the `count` values just put into slots().
+  void commit(std::int64_t count) {
+    held_ += count;
+    std::int64_t whole = held_ / line * line;
+    if (whole == 0) return;
+    std::int64_t from = 0;
+    if (skip_ > 0) {  // the run's first line: dst starts inside it
+      std::memcpy(at_ + skip_, stage_ + skip_, static_cast<std::size_t>(line - skip_) * sizeof(T));
+      skip_ = 0;
+      from = line;
+    }
+    stream_whole_lines(at_ + from, stage_ + from, static_cast<std::size_t>(whole - from) * sizeof(T));
+    std::memcpy(stage_, stage_ + whole, static_cast<std::size_t>(held_ - whole) * sizeof(T));
+    at_ += whole;
+    held_ -= whole;
+  }
+
+  /// Stores what is left (the run's last partial line) plainly.
+  void finish() {
+    std::memcpy(at_ + skip_, stage_ + skip_, static_cast<std::size_t>(held_ - skip_) * sizeof(T));
+    at_ += held_;
+    held_ = skip_ = 0;
+  }
+
+ private:
+  static constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+  alignas(64) T stage_[capacity + line];  // stage_[i] belongs at at_ + i
+  std::int64_t skip_;                     // leading slots of the first line that are not the run's
+  T* at_;                                 // line-aligned
+  std::int64_t held_;
+};
+
 /// Orders this thread's streaming stores before everything it does next.
 inline void stream_fence() {
 #if defined(ROOFTOP_HAS_STREAMING_STORES)
