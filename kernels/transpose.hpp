@@ -111,7 +111,13 @@ void transpose_tiles_in_scratch(const Exec& exec, const In& in, const Out& out, 
 /// strip completes: its last elements wait in a per-row carry and go out with the next
 /// segment's first ones as one whole streamed line. Written with plain stores instead (as
 /// partial lines are, at strip and run ends), fp32 5793 x 5793 ran at 12-15 GB/s against
-/// 25-33 for 5760 x 5760. Blocks cut by the matrix's edge are copied element by element.
+/// 25-33 for 5760 x 5760. Joining a carry to the next segment and keeping a segment's tail
+/// take a lane permute each with AVX-512 (cpu::stream_joined_line, cpu::keep_last), where
+/// element copies branching on the carry's length cost the unaligned case a fifth of its
+/// speed (Zen 4 VM, 2 threads, `rooftop --quick --ops transpose --sizes 5793,5760`, two
+/// alternations, GB/s: fp32 5793^2 30.8-32.0 -> 35.5-38.5, fp64 31.0-31.3 -> 36.4-43.4, bf16
+/// 27.3-28.2 -> 34.1-35.7; 5760^2 47-49 either way). Blocks cut by the matrix's edge are
+/// copied element by element.
 template <class Shape, class T>
 struct HostTranspose {
   static constexpr std::int64_t block = Shape::template host_block<T>, edge = cpu::tile_edge<T>;
@@ -196,15 +202,12 @@ struct HostTranspose {
       std::int64_t& waiting = carry.count[c];
       std::int64_t start = 0;
       if (waiting > 0) {
-        alignas(64) T whole[line];
-        copy_elements(whole, carry.values[c], waiting);
-        copy_elements(whole + waiting, from, head);
-        cpu::stream_whole_lines(to - waiting, whole, 64);
+        cpu::stream_joined_line(to - waiting, carry.values[c], waiting, from);
         start = head;
       }
       const std::int64_t tail = (block - head) % line;
       cpu::stream_whole_lines(to + start, from + start, (block - start - tail) * sizeof(T));
-      copy_elements(carry.values[c], from + block - tail, tail);
+      cpu::keep_last(carry.values[c], from + block, tail);
       waiting = tail;
     }
   }

@@ -150,6 +150,86 @@ inline void stream_whole_lines(void* dst, const void* src, std::size_t n, const 
   copy_short(d + i, s + i, n - i);
 }
 
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_STREAMING_STORES)
+/// Whether 2-byte lanes can be permuted (AVX512BW).
+inline constexpr bool has_avx512bw =
+#if defined(__AVX512BW__)
+    true;
+#else
+    false;
+#endif
+#if defined(__AVX512BW__)
+/// 0, 1, ..., 31 in 16-bit lanes.
+inline __m512i lanes_epi16() {
+  alignas(64) static constexpr short lanes[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                                  16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+  return _mm512_load_si512(lanes);
+}
+#endif
+#endif
+
+/// Streams the line at `at` (line-aligned) made of the first `w` elements of `carry` followed
+/// by the first 64 / sizeof(T) - w elements of `next` (at least a line's worth readable), for
+/// 0 < w < 64 / sizeof(T). With AVX-512 (AVX512BW for 2-byte T): one load of each, a lane
+/// permute and a masked move, where the element copies of the portable version branch on w
+/// (a transpose of rows that are not line-aligned meets every w in turn).
+template <class T>
+inline void stream_joined_line(T* at, const T* carry, std::int64_t w, const T* next) {
+  static_assert(64 % sizeof(T) == 0, "stream_joined_line: elements must tile a cache line");
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_STREAMING_STORES)
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8 || (sizeof(T) == 2 && has_avx512bw)) {
+    const __m512i c = _mm512_loadu_si512(carry), v = _mm512_loadu_si512(next);
+    __m512i joined;
+    if constexpr (sizeof(T) == 4) {
+      const __m512i from = _mm512_sub_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<int>(w)));
+      joined = _mm512_mask_mov_epi32(_mm512_permutexvar_epi32(from, v), static_cast<__mmask16>((1u << w) - 1), c);
+    } else if constexpr (sizeof(T) == 8) {
+      const __m512i from = _mm512_sub_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(w));
+      joined = _mm512_mask_mov_epi64(_mm512_permutexvar_epi64(from, v), static_cast<__mmask8>((1u << w) - 1), c);
+    } else {
+#if defined(__AVX512BW__)
+      const __m512i from = _mm512_sub_epi16(lanes_epi16(), _mm512_set1_epi16(static_cast<short>(w)));
+      joined = _mm512_mask_mov_epi16(_mm512_permutexvar_epi16(from, v), static_cast<__mmask32>((1ull << w) - 1), c);
+#endif
+    }
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(at), joined);
+    return;
+  }
+#endif
+  alignas(64) T whole[line];
+  copy_short(reinterpret_cast<char*>(whole), reinterpret_cast<const char*>(carry), static_cast<std::size_t>(w) * sizeof(T));
+  copy_short(reinterpret_cast<char*>(whole + w), reinterpret_cast<const char*>(next), static_cast<std::size_t>(line - w) * sizeof(T));
+  stream_whole_lines(at, whole, 64);
+}
+
+/// Copies the last n < 64 / sizeof(T) elements before `end` to the front of `carry` (room for
+/// a line), reading the line's worth before `end`. With AVX-512 one load, a lane permute and a
+/// store, where the portable copy branches on n.
+template <class T>
+inline void keep_last(T* carry, const T* end, std::int64_t n) {
+  static_assert(64 % sizeof(T) == 0, "keep_last: elements must tile a cache line");
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_STREAMING_STORES)
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8 || (sizeof(T) == 2 && has_avx512bw)) {
+    const __m512i v = _mm512_loadu_si512(end - line);
+    __m512i kept = v;
+    if constexpr (sizeof(T) == 4) {
+      kept = _mm512_permutexvar_epi32(_mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<int>(line - n))), v);
+    } else if constexpr (sizeof(T) == 8) {
+      kept = _mm512_permutexvar_epi64(_mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(line - n)), v);
+    } else {
+#if defined(__AVX512BW__)
+      kept = _mm512_permutexvar_epi16(_mm512_add_epi16(lanes_epi16(), _mm512_set1_epi16(static_cast<short>(line - n))), v);
+#endif
+    }
+    _mm512_storeu_si512(carry, kept);
+    return;
+  }
+#endif
+  copy_short(reinterpret_cast<char*>(carry), reinterpret_cast<const char*>(end - n), static_cast<std::size_t>(n) * sizeof(T));
+}
+
 /// Bytes ahead of a host loop's reading position that prefetch_ahead asks for: far enough that
 /// the line arrives before the loop gets there. The hardware prefetcher alone fell behind
 /// dropout's fp32 loop (blocks of 128 floats read in place, DropoutMask::apply_block): 2^25
