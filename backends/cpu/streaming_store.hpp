@@ -280,7 +280,7 @@ class LineStream {
       from = line;
     }
     stream_whole_lines(at_ + from, stage_ + from, static_cast<std::size_t>(whole - from) * sizeof(T));
-    std::memcpy(stage_, stage_ + whole, static_cast<std::size_t>(held_ - whole) * sizeof(T));
+    std::memcpy(stage_, stage_ + whole, 64);  // the partial line left over, as a whole line: a copy of fixed size
     at_ += whole;
     held_ -= whole;
   }
