@@ -172,7 +172,9 @@ inline __m512i lanes_epi16() {
 /// by the first 64 / sizeof(T) - w elements of `next` (at least a line's worth readable), for
 /// 0 < w < 64 / sizeof(T). With AVX-512 (AVX512BW for 2-byte T): one load of each, a lane
 /// permute and a masked move, where the element copies of the portable version branch on w
-/// (a transpose of rows that are not line-aligned meets every w in turn).
+/// (a transpose of rows that are not line-aligned meets every w in turn). The permutes are
+/// the zero-masking forms with every lane set: GCC 12's plain ones pass an undefined vector
+/// and trip -Wmaybe-uninitialized.
 template <class T>
 inline void stream_joined_line(T* at, const T* carry, std::int64_t w, const T* next) {
   static_assert(64 % sizeof(T) == 0, "stream_joined_line: elements must tile a cache line");
@@ -183,14 +185,14 @@ inline void stream_joined_line(T* at, const T* carry, std::int64_t w, const T* n
     __m512i joined;
     if constexpr (sizeof(T) == 4) {
       const __m512i from = _mm512_sub_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<int>(w)));
-      joined = _mm512_mask_mov_epi32(_mm512_permutexvar_epi32(from, v), static_cast<__mmask16>((1u << w) - 1), c);
+      joined = _mm512_mask_mov_epi32(_mm512_maskz_permutexvar_epi32(static_cast<__mmask16>(0xffff), from, v), static_cast<__mmask16>((1u << w) - 1), c);
     } else if constexpr (sizeof(T) == 8) {
       const __m512i from = _mm512_sub_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(w));
-      joined = _mm512_mask_mov_epi64(_mm512_permutexvar_epi64(from, v), static_cast<__mmask8>((1u << w) - 1), c);
+      joined = _mm512_mask_mov_epi64(_mm512_maskz_permutexvar_epi64(static_cast<__mmask8>(0xff), from, v), static_cast<__mmask8>((1u << w) - 1), c);
     } else {
 #if defined(__AVX512BW__)
       const __m512i from = _mm512_sub_epi16(lanes_epi16(), _mm512_set1_epi16(static_cast<short>(w)));
-      joined = _mm512_mask_mov_epi16(_mm512_permutexvar_epi16(from, v), static_cast<__mmask32>((1ull << w) - 1), c);
+      joined = _mm512_mask_mov_epi16(_mm512_maskz_permutexvar_epi16(~__mmask32{0}, from, v), static_cast<__mmask32>((1ull << w) - 1), c);
 #endif
     }
     _mm512_stream_si512(reinterpret_cast<__m512i*>(at), joined);
@@ -215,12 +217,12 @@ inline void keep_last(T* carry, const T* end, std::int64_t n) {
     const __m512i v = _mm512_loadu_si512(end - line);
     __m512i kept = v;
     if constexpr (sizeof(T) == 4) {
-      kept = _mm512_permutexvar_epi32(_mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<int>(line - n))), v);
+      kept = _mm512_maskz_permutexvar_epi32(static_cast<__mmask16>(0xffff), _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<int>(line - n))), v);
     } else if constexpr (sizeof(T) == 8) {
-      kept = _mm512_permutexvar_epi64(_mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(line - n)), v);
+      kept = _mm512_maskz_permutexvar_epi64(static_cast<__mmask8>(0xff), _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(line - n)), v);
     } else {
 #if defined(__AVX512BW__)
-      kept = _mm512_permutexvar_epi16(_mm512_add_epi16(lanes_epi16(), _mm512_set1_epi16(static_cast<short>(line - n))), v);
+      kept = _mm512_maskz_permutexvar_epi16(~__mmask32{0}, _mm512_add_epi16(lanes_epi16(), _mm512_set1_epi16(static_cast<short>(line - n))), v);
 #endif
     }
     _mm512_storeu_si512(carry, kept);
