@@ -263,6 +263,7 @@ class LineStream {
         at_(dst - skip_),
         held_(skip_) {
     static_assert(64 % sizeof(T) == 0, "LineStream: elements must tile a cache line");
+    static_assert(capacity % line == 0, "LineStream: the capacity must be whole lines (commit moves a whole line)");
   }
   LineStream(const LineStream&) = delete;
   LineStream& operator=(const LineStream&) = delete;
