@@ -174,7 +174,7 @@ template <class In>
   if constexpr (std::is_same_v<std::remove_cv_t<In>, float>) cpu::prefetch_ahead(in, count);
 }
 
-template <std::size_t... k, class T, class F, class Stage, class... In>
+template <bool streamed, std::size_t... k, class T, class F, class Stage, class... In>
 void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
   constexpr std::int64_t block = 128;
   constexpr bool narrows = !std::is_same_v<T, float>;
@@ -199,7 +199,13 @@ void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const
       }
       stage(values, values, s, count);
     }
-    if constexpr (narrows) cpu::narrow(buf, out + s, count);
+    if constexpr (narrows && streamed) {
+      alignas(64) T narrowed[block];
+      cpu::narrow(buf, narrowed, count);
+      cpu::stream_whole_lines(out + s, narrowed, static_cast<std::size_t>(count) * sizeof(T));
+    } else if constexpr (narrows) {
+      cpu::narrow(buf, out + s, count);
+    }
   }
 }
 
@@ -207,15 +213,18 @@ void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const
 /// input's block widened into an L1 buffer (cpu::widen), f applied over the buffers (a loop the
 /// compiler vectorizes), then stage(values, values, first, count) over the block of results in
 /// place (NoStage: none; with f = Pass, stage(input, values, first, count) instead), the
-/// results narrowed into out (cpu::narrow). Floats are read and written in place. For 2-byte
+/// results narrowed into out (cpu::narrow; with `streamed`, into a buffer whose whole lines
+/// are then streamed out, cpu::stream_whole_lines, the caller fencing). Floats are read and
+/// written in place. For 2-byte
 /// types, whose element-by-element conversions the compiler either leaves scalar (fp16) or
 /// vectorizes into twice the instructions (bf16); and for ops whose second stage vectorizes
 /// better as a loop of its own (dropout's mask: DropoutMask::apply_block). An input may be out
 /// itself (the loops are marked to vectorize without overlap checks, so an in-place call is not
 /// sent down a scalar path).
-template <class T, class F, class Stage, class... In>
+template <bool streamed = false, class T, class F, class Stage, class... In>
 void convert_map(T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
-  convert_map_blocks(std::index_sequence_for<In...>{}, out, n, f, stage, in...);
+  static_assert(!streamed || cpu::streams_narrowed<T>, "convert_map streams 2-byte outputs only (cpu::streams_narrowed)");
+  convert_map_blocks<streamed>(std::index_sequence_for<In...>{}, out, n, f, stage, in...);
 }
 
 /// out[j] = T(value(j)) for j in [0, n) with streaming stores, on the host: four cache lines at
@@ -239,10 +248,22 @@ void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefet
   auto stream = [&](const T* buf, std::int64_t first, std::int64_t count) {
     cpu::stream_whole_lines(lines + first, buf, static_cast<std::size_t>(count) * sizeof(T));
   };
-  if (!ahead.data) return in_blocks<T, block>(n - head, rest, stream);
-  in_blocks<T, block>(n - head, rest, [&](const T* buf, std::int64_t first, std::int64_t count) {
+  // 2-byte T: each block computed in fp32 and narrowed together (cpu::narrow), not one value
+  // at a time.
+  using U = std::conditional_t<cpu::streams_narrowed<T>, float, T>;
+  auto emit = [&](const U* buf, std::int64_t first, std::int64_t count) {
+    if constexpr (std::is_same_v<U, T>) {
+      stream(buf, first, count);
+    } else {
+      alignas(64) T narrowed[block];
+      cpu::narrow(buf, narrowed, count);
+      stream(narrowed, first, count);
+    }
+  };
+  if (!ahead.data) return in_blocks<U, block>(n - head, rest, emit);
+  in_blocks<U, block>(n - head, rest, [&](const U* buf, std::int64_t first, std::int64_t count) {
     ahead.lines((head + first) * ahead.element_bytes, (head + first + count) * ahead.element_bytes);
-    stream(buf, first, count);
+    emit(buf, first, count);
   });
 }
 
@@ -253,10 +274,11 @@ void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefet
 /// 0.72-0.83x; bf16 scale, triad, relu (bound by the conversions) 0.81-0.89x.
 enum class Stores { plain, streamed_when_large };
 
-/// `light` ops stream when T is 4 or 8 bytes; 2-byte types pay for their conversions.
+/// `light` ops stream when T is 4 or 8 bytes, and 2-byte T where the host narrows it cheaply
+/// (cpu::streams_narrowed); elsewhere 2-byte types pay for their conversions.
 template <class T>
 constexpr Stores light_op_stores() {
-  return sizeof(T) >= 4 ? Stores::streamed_when_large : Stores::plain;
+  return sizeof(T) >= 4 || cpu::streams_narrowed<std::remove_cv_t<T>> ? Stores::streamed_when_large : Stores::plain;
 }
 
 /// out(i) = T(value(i)) for every i of the rank-1 View out: the loop of every elementwise op
@@ -293,26 +315,38 @@ void write_elements(const char* label, const Exec& exec, const Out& out, const V
 /// Where out and every x are contiguous host Views: out(i) = T(f(i, float(x(i))...)) in work
 /// items of 32 KB of out, each through convert_map, with stage(in, values, i, count) over each
 /// block of values (i: the first one's index), and true. False, and nothing done, where a View
-/// is strided.
-template <class Exec, class Out, class F, class Stage, class... X>
+/// is strided. With Stores::streamed_when_large, large 2-byte outputs are streamed where
+/// cpu::streams_narrowed.
+template <Stores stores = Stores::plain, class Exec, class Out, class F, class Stage, class... X>
 bool map_contiguous(const char* label, const Exec& exec, const Out& out, const F& f, const Stage& stage, const X&... x) {
   static_assert(on_host<Exec>, "map_contiguous runs on the host");
   using T = typename Out::value_type;
   if (out.stride(0) != 1 || ((x.stride(0) != 1) || ...)) return false;
   T* const o = out.data();
-  for_each_chunk<T, false>(label, exec, static_cast<std::int64_t>(out.extent(0)), [=](const std::int64_t lo, const std::int64_t hi) {
-    const auto at = [&] {  // f at the item's indices (Pass as itself)
-      if constexpr (std::is_same_v<F, Pass>) {
-        return f;
-      } else {
-        return [&](const std::int64_t j, auto... v) { return f(lo + j, v...); };
-      }
-    }();
-    convert_map(
-        o + lo, hi - lo, at,
-        [&](const float* in, float* values, const std::int64_t first, const std::int64_t count) { stage(in, values, lo + first, count); },
-        (x.data() + lo)...);
-  });
+  const auto n = static_cast<std::int64_t>(out.extent(0));
+  auto run = [&](auto streaming) {
+    constexpr bool streamed = decltype(streaming)::value;
+    for_each_chunk<T, streamed>(label, exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
+      const auto at = [&] {  // f at the item's indices (Pass as itself)
+        if constexpr (std::is_same_v<F, Pass>) {
+          return f;
+        } else {
+          return [&](const std::int64_t j, auto... v) { return f(lo + j, v...); };
+        }
+      }();
+      convert_map<streamed>(
+          o + lo, hi - lo, at,
+          [&](const float* in, float* values, const std::int64_t first, const std::int64_t count) { stage(in, values, lo + first, count); },
+          (x.data() + lo)...);
+    });
+  };
+  if constexpr (stores == Stores::streamed_when_large && host_streams<Exec> && cpu::streams_narrowed<T>) {
+    if (streams<T>(n)) {
+      run(std::true_type{});
+      return true;
+    }
+  }
+  run(std::false_type{});
   return true;
 }
 
@@ -324,10 +358,20 @@ void map_inputs(const char* label, const Exec& exec, const Out& out, const F& f,
   using T = typename Out::value_type;
   using C = compute_t<T>;
   if constexpr (host_converts_all<Exec, T, X...>) {
-    if (map_contiguous(label, exec, out, f, NoStage{}, x...)) return;
+    if (map_contiguous<stores>(label, exec, out, f, NoStage{}, x...)) return;
   }
   const auto views = pack_views(x...);
   write_elements<stores>(label, exec, out, KOKKOS_LAMBDA(const std::int64_t i) { return views.template call<C>(f, i, i); });
+}
+
+/// The shortest rows a light row-wise op streams (plan_rows' min_row_bytes): 2-byte rows, which
+/// it computes in fp32 and narrows, from 4 KB. Shorter ones lost (rows of 768, the harness, two
+/// alternations on the Zen 4 VM, GFLOP/s: fp16 rmsnorm 37, 21 -> 27, 24; fp16 softmax 28 ->
+/// 20-22), where rows of 4096 and 32768 gained (bf16 rmsnorm 4096 29-32 -> 38-43, 32768 22-24
+/// -> 38-42; fp16 layernorm 4096 40-43 -> 61-63).
+template <class T>
+constexpr std::int64_t light_op_row_bytes() {
+  return sizeof(T) == 2 ? 4096 : 0;
 }
 
 /// How a row-wise kernel is laid out on the host, decided before the launch (ignored on GPUs).
@@ -342,16 +386,18 @@ struct RowPlan {
 
 /// The plan for a host kernel writing the rows of the (rows, cols) View y: with
 /// Stores::streamed_when_large, each row streamed where rows are contiguous (stride 1 along
-/// them) and the whole output reaches streaming_store_threshold(), as elementwise ops do;
-/// `scratch_floats` floats of scratch per work item.
+/// them), rows are at least `min_row_bytes` long, and the whole output reaches
+/// streaming_store_threshold(), as elementwise ops do; `scratch_floats` floats of scratch per
+/// work item.
 template <class Exec, Stores stores, class Y>
-RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0) {
+RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0, std::int64_t min_row_bytes = 0) {
   using T = typename Y::value_type;
   RowPlan plan;
   plan.scratch_floats = scratch_floats;
   const auto cols = static_cast<std::int64_t>(y.extent(1));
   if constexpr (host_streams<Exec> && stores == Stores::streamed_when_large) {
-    plan.stream = cols > 0 && y.stride(1) == 1 && streams<T>(static_cast<std::int64_t>(y.size()));
+    plan.stream = cols > 0 && y.stride(1) == 1 && streams<T>(static_cast<std::int64_t>(y.size())) &&
+                  cols * static_cast<std::int64_t>(sizeof(T)) >= min_row_bytes;
     if (plan.stream) plan.rows_per_item = (32768 / static_cast<std::int64_t>(sizeof(T)) + cols - 1) / cols;
   }
   return plan;

@@ -68,17 +68,26 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           return;
         }
 #if !defined(__CUDA_ARCH__)
-        if constexpr (blocks && has_stage<G>) {
-          convert_map(
-              &y(r.row, 0), cols, [&](std::int64_t, const float v, const float b) { return g.value(v + b); },
-              [&](auto... block) { g.stage(block...); }, &x(r.row, 0), bias.data());
-        } else if constexpr (blocks) {
-          convert_map(&y(r.row, 0), cols, [&](const std::int64_t c, const float v, const float b) { return g(v + b, c); },
-                      NoStage{}, &x(r.row, 0), bias.data());
+        auto map = [&](auto streaming) {
+          constexpr bool streamed = decltype(streaming)::value;
+          if constexpr (blocks && has_stage<G>) {
+            convert_map<streamed>(
+                &y(r.row, 0), cols, [&](std::int64_t, const float v, const float b) { return g.value(v + b); },
+                [&](auto... block) { g.stage(block...); }, &x(r.row, 0), bias.data());
+          } else if constexpr (blocks) {
+            convert_map<streamed>(&y(r.row, 0), cols,
+                                  [&](const std::int64_t c, const float v, const float b) { return g(v + b, c); }, NoStage{},
+                                  &x(r.row, 0), bias.data());
+          }
+        };
+        // Streamed where the plan says so (light ops' large 2-byte outputs, cpu::streams_narrowed).
+        if constexpr (cpu::streams_narrowed<T>) {
+          if (r.stream) return map(std::true_type{});
         }
+        map(std::false_type{});
 #endif
       },
-      plan_rows<Exec, light ? light_op_stores<T>() : Stores::plain>(y));
+      plan_rows<Exec, light ? light_op_stores<T>() : Stores::plain>(y, 0, light_op_row_bytes<T>()));
 }
 
 // The functors' operator() are force-inlined: they are the body of every loop above, and in a

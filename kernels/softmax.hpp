@@ -143,7 +143,8 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
   detail::require_same_shape("softmax", "x", x, "y", y);
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   // On the host, a scratch row per work item holds the exponentials (cols floats).
-  const auto plan = detail::plan_rows<Exec, detail::light_op_stores<typename Y::value_type>()>(y, detail::RowTeam<Exec>::gpu ? 0 : cols);
+  const auto plan = detail::plan_rows<Exec, detail::light_op_stores<typename Y::value_type>()>(
+      y, detail::RowTeam<Exec>::gpu ? 0 : cols, detail::light_op_row_bytes<typename Y::value_type>());
   detail::for_each_row(
       "rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
       KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) { detail::softmax_row(r, x, y, cols); }, plan);

@@ -59,8 +59,11 @@ std::string check_row(const Host& x, float scale, bool causal, std::int64_t b, s
   const Dims& n = x.dims;
   const std::int64_t bh = b * n.heads + h, d = n.head_dim;
   const std::int64_t visible = causal ? std::min(i + 1, n.seq_k) : n.seq_k;
-  const std::string error = reference::attention_row<T>(&x.q[(bh * n.seq_q + i) * d], &x.k[bh * n.seq_k * d],
-                                                        &x.v[bh * n.seq_k * d], visible, d, scale, &x.o[(bh * n.seq_q + i) * d]);
+  // Pointer arithmetic, not &x.q[...]: with no keys or head_dim 0 the vectors are empty, and
+  // indexing one is undefined (UBSan's "reference binding to null pointer").
+  const std::string error = reference::attention_row<T>(x.q.data() + (bh * n.seq_q + i) * d, x.k.data() + bh * n.seq_k * d,
+                                                        x.v.data() + bh * n.seq_k * d, visible, d, scale,
+                                                        x.o.data() + (bh * n.seq_q + i) * d);
   if (error.empty()) return "";
   std::ostringstream msg;
   msg << "O(" << b << ", " << h << ", " << i << ", :): " << error;

@@ -55,6 +55,21 @@ inline constexpr bool narrows_in_blocks =
 #endif
     false;
 
+/// Whether large outputs of T are worth streaming stores (core/parallel.hpp's Stores): fp32
+/// blocks narrowed together (narrow) and streamed out, where narrowing is one AVX-512
+/// instruction sequence per sixteen values. bf16 at 2^26 / 2^25.4 elements, 2 threads, Zen 4
+/// VM, three alternations, GB/s (share of the copy run beside it): relu 36-54 (0.75-0.81) ->
+/// 48-51 (1.01-1.03), scale 36-39 -> 49-53, add 37-39 -> 44-49, triad 37-41 -> 45-50. With
+/// AVX2's eight at a time (and more instructions for bf16) the conversions bound the loop and
+/// streaming lost (bf16 scale, triad, relu on the Zen 3 VM: 0.81-0.89x): plain stores there.
+template <class T>
+inline constexpr bool streams_narrowed =
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+    narrows_in_blocks<T>;
+#else
+    false;
+#endif
+
 /// Whether widening values of T into a buffer first (widen<T>) pays over converting each one
 /// where it is read: fp16 with F16C. bf16 widens with one shift, which the compiler vectorizes
 /// in place; going through a buffer lost 10-30% on bf16 sum, dot and max at 64 MB.
