@@ -179,14 +179,14 @@ void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const
   constexpr std::int64_t block = 128;
   constexpr bool narrows = !std::is_same_v<T, float>;
   alignas(64) float wide[sizeof...(In)][block];
-  alignas(64) float buf[narrows ? block : 1];
+  alignas(64) float buf[narrows || streamed ? block : 1];
   for (std::int64_t s = 0; s < n; s += block) {
     const std::int64_t count = n - s < block ? n - s : block;
     // Floats read in place are prefetched (prefetch_distance); prefetching 2-byte inputs,
     // widened into L1 first, cost 5-15% (bf16/fp16 relu and dropout, 2^25 elements).
     (prefetch_floats(in + s, count), ...);
     const float* const src[] = {floats_of(in + s, wide[k], count)...};
-    float* const values = narrows ? buf : reinterpret_cast<float*>(out + s);
+    float* const values = narrows || streamed ? buf : reinterpret_cast<float*>(out + s);
     if constexpr (std::is_same_v<F, Pass>) {
       stage(src[0], values, s, count);
     } else {
@@ -205,6 +205,8 @@ void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const
       cpu::stream_whole_lines(out + s, narrowed, static_cast<std::size_t>(count) * sizeof(T));
     } else if constexpr (narrows) {
       cpu::narrow(buf, out + s, count);
+    } else if constexpr (streamed) {
+      cpu::stream_whole_lines(out + s, buf, static_cast<std::size_t>(count) * sizeof(T));
     }
   }
 }
@@ -223,7 +225,7 @@ void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const
 /// sent down a scalar path).
 template <bool streamed = false, class T, class F, class Stage, class... In>
 void convert_map(T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
-  static_assert(!streamed || cpu::streams_narrowed<T>, "convert_map streams 2-byte outputs only (cpu::streams_narrowed)");
+  static_assert(!streamed || std::is_same_v<T, float> || cpu::streams_narrowed<T>, "convert_map streams floats, or 2-byte outputs where cpu::streams_narrowed");
   convert_map_blocks<streamed>(std::index_sequence_for<In...>{}, out, n, f, stage, in...);
 }
 
@@ -340,7 +342,7 @@ bool map_contiguous(const char* label, const Exec& exec, const Out& out, const F
           (x.data() + lo)...);
     });
   };
-  if constexpr (stores == Stores::streamed_when_large && host_streams<Exec> && cpu::streams_narrowed<T>) {
+  if constexpr (stores == Stores::streamed_when_large && host_streams<Exec> && (std::is_same_v<T, float> || cpu::streams_narrowed<T>)) {
     if (streams<T>(n)) {
       run(std::true_type{});
       return true;

@@ -13,11 +13,15 @@ using namespace rooftop;
 using test::Exec;
 using test::host;
 
-TEST_CASE_TEMPLATE("dropout keeps 1 - p of the elements, scaled by 1 / (1 - p), by its mask", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("dropout keeps 1 - p of the elements, scaled by 1 / (1 - p), by its mask (plain and streaming stores)",
+                   T, ROOFTOP_ML_DTYPES) {
+  for (const std::size_t threshold : test::store_thresholds)
   for (const double p : {0.0, 0.1, 0.5, 0.9, 1.0}) {
     for (const std::int64_t n : test::sizes) {
+      CAPTURE(threshold);
       CAPTURE(p);
       CAPTURE(n);
+      test::StreamingThreshold stores(threshold);
       auto x = test::random_vector<T>(n, 0.5, 1.5);  // nonzero, so a dropped element is visible
       auto y = test::poisoned_vector<T>(n);
       const std::uint64_t seed = test::next_seed();
@@ -86,8 +90,11 @@ TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the 
   for (std::int64_t i = 0; i < n; ++i) REQUIRE((hf[i] != 0) == mask.keep(i));
 }
 
-TEST_CASE_TEMPLATE("dropout and bias_gelu_dropout work in place", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("dropout and bias_gelu_dropout work in place (plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
   const std::int64_t rows = 3, cols = 300, n = rows * cols;  // rows not a multiple of the host's blocks
+  for (const std::size_t threshold : test::store_thresholds) {
+  CAPTURE(threshold);
+  test::StreamingThreshold stores(threshold);
   auto x = test::random_matrix<T>(rows, cols, -3, 3);
   auto bias = test::random_vector<T>(cols);
   const auto flat = test::flat(x);
@@ -101,6 +108,7 @@ TEST_CASE_TEMPLATE("dropout and bias_gelu_dropout work in place", T, ROOFTOP_ML_
   CHECK(host(x) == host(y));
   rooftop::bias_gelu_dropout(Exec(), x2, bias, x2, 0.3, 5, 11);
   CHECK(host(x2) == host(fused));
+  }
 }
 
 TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in sequence", T, ROOFTOP_ML_DTYPES) {
