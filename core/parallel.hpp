@@ -215,10 +215,10 @@ void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const
 /// input's block widened into an L1 buffer (cpu::widen), f applied over the buffers (a loop the
 /// compiler vectorizes), then stage(values, values, first, count) over the block of results in
 /// place (NoStage: none; with f = Pass, stage(input, values, first, count) instead), the
-/// results narrowed into out (cpu::narrow; with `streamed`, into a buffer whose whole lines
-/// are then streamed out, cpu::stream_whole_lines, the caller fencing). Floats are read and
-/// written in place. For 2-byte
-/// types, whose element-by-element conversions the compiler either leaves scalar (fp16) or
+/// results narrowed into out (cpu::narrow). Floats are read in place, and written in place.
+/// With `streamed`, the results (narrowed into a buffer where T is 2 bytes) are streamed out
+/// instead (cpu::stream_whole_lines; the caller fences). For 2-byte types, whose
+/// element-by-element conversions the compiler either leaves scalar (fp16) or
 /// vectorizes into twice the instructions (bf16); and for ops whose second stage vectorizes
 /// better as a loop of its own (dropout's mask: DropoutMask::apply_block). An input may be out
 /// itself (the loops are marked to vectorize without overlap checks, so an in-place call is not
@@ -317,8 +317,8 @@ void write_elements(const char* label, const Exec& exec, const Out& out, const V
 /// Where out and every x are contiguous host Views: out(i) = T(f(i, float(x(i))...)) in work
 /// items of 32 KB of out, each through convert_map, with stage(in, values, i, count) over each
 /// block of values (i: the first one's index), and true. False, and nothing done, where a View
-/// is strided. With Stores::streamed_when_large, large 2-byte outputs are streamed where
-/// cpu::streams_narrowed.
+/// is strided. With Stores::streamed_when_large, large outputs are streamed: fp32 ones, and
+/// 2-byte ones where cpu::streams_narrowed.
 template <Stores stores = Stores::plain, class Exec, class Out, class F, class Stage, class... X>
 bool map_contiguous(const char* label, const Exec& exec, const Out& out, const F& f, const Stage& stage, const X&... x) {
   static_assert(on_host<Exec>, "map_contiguous runs on the host");

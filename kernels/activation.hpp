@@ -34,7 +34,7 @@ enum class Work {
 /// elements, 2 threads, Zen 4 VM, four alternations, GB/s (share of the copy run beside it):
 /// gelu 36-56 (0.73-0.80) -> 47-52 (0.69-1.01), silu 33-37 (0.80-0.82) -> 46-61 (0.83-1.05).
 /// bf16/fp16 gained nothing there (gelu bf16 22.0-22.1 vs 21.5-21.8), nor did bias_gelu (fp32
-/// 1365x32768 41-46 -> 33-37); with AVX2, gelu, silu and dropout lost (0.72-0.83x on the Zen 3
+/// 682x32768 41-46 -> 33-37); with AVX2, gelu, silu and dropout lost (0.72-0.83x on the Zen 3
 /// VM). Those, and the erf form (not measured streamed), keep plain stores.
 template <Work work, class T>
 constexpr Stores elementwise_stores() {
