@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Compiled to assembly with -fno-inline by check_prefetch.cmake: every prefetch helper must
+// leave its prefetch instructions in a caller that does not inline it on its own. GCC 12 deletes
+// a call to an out-of-line function whose only effect is a prefetch (it counts as `const`), so
+// a helper the compiler declines to inline in a large translation unit silently prefetches
+// nothing (the harness's dropout: 20 instead of 70 GB/s). Each function below holds a marker
+// line, so the check can tell which one lost its prefetches.
+#include "../../backends/cpu/streaming_store.hpp"
+
+void prefetch_line_kept(const char* p) {
+  asm volatile("# rooftop-check prefetch_line" ::: "memory");
+  rooftop::cpu::prefetch_line(p);
+}
+void prefetch_ahead_kept(const float* p, long count) {
+  asm volatile("# rooftop-check prefetch_ahead" ::: "memory");
+  rooftop::cpu::prefetch_ahead(p, count);
+}
+void prefetch_lines_kept(const rooftop::cpu::Prefetch& ahead, long end) {
+  asm volatile("# rooftop-check Prefetch::lines" ::: "memory");
+  ahead.lines(0, end);
+}
+void prefetch_one_line_kept(const rooftop::cpu::Prefetch& ahead, long b) {
+  asm volatile("# rooftop-check Prefetch::line" ::: "memory");
+  ahead.line(b);
+}
