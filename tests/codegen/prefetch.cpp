@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Compiled to assembly with -fno-inline by check_prefetch.cmake: every prefetch helper must
-// leave its prefetch instructions in a caller that does not inline it on its own. GCC 12 deletes
-// a call to an out-of-line function whose only effect is a prefetch (it counts as `const`), so
-// a helper the compiler declines to inline in a large translation unit silently prefetches
-// nothing (the harness's dropout: 20 instead of 70 GB/s). Each function below holds a marker
-// line, so the check can tell which one lost its prefetches.
+// still prefetch where the compiler would not inline it (why: cpu::prefetch_line). Each
+// function below holds a marker line, so the check can tell which one lost its prefetches.
 #include "../../backends/cpu/streaming_store.hpp"
 
 void prefetch_line_kept(const char* p) {
