@@ -128,4 +128,74 @@ inline void transpose_tile(const T* src, std::int64_t src_stride, T* dst, std::i
     for (std::int64_t r = 0; r < e; ++r) dst[c * dst_stride + r] = src[r * src_stride + c];
 }
 
+/// Whether transpose_line_tile<T> exists: AVX-512F hosts, 4- and 8-byte T.
+template <class T>
+inline constexpr bool has_line_tiles =
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
+    sizeof(T) == 4 || sizeof(T) == 8;
+#else
+    false;
+#endif
+
+/// Edge of the tile transpose_line_tile<T> moves: one cache line of T (8 fp64, 16 fp32).
+template <class T>
+inline constexpr std::int64_t line_tile_edge = 64 / static_cast<std::int64_t>(sizeof(T));
+
+/// dst(c, r) = src(r, c) for r, c in [0, line_tile_edge<T>), where has_line_tiles<T>: the
+/// tile's rows loaded whole into 512-bit registers, shuffled, and every row of the result
+/// streamed as one whole cache line straight from its register (no buffer). dst + c *
+/// dst_stride must be 64-byte aligned for every c; src needs no alignment. The caller fences.
+template <class T>
+[[gnu::always_inline]] inline void transpose_line_tile(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride) {
+  static_assert(has_line_tiles<T>, "transpose_line_tile: needs AVX-512F and a 4- or 8-byte T");
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
+  if constexpr (sizeof(T) == 8) {  // 8 x 8 doubles
+    const auto* s = reinterpret_cast<const double*>(src);
+    auto* d = reinterpret_cast<double*>(dst);
+    __m512d r[8], t[8];
+    for (int k = 0; k < 8; ++k) r[k] = _mm512_loadu_pd(s + k * src_stride);
+    for (int k = 0; k < 4; ++k) {  // t[2k]: columns 0, 2, 4, 6 of rows 2k and 2k+1 interleaved; t[2k+1]: 1, 3, 5, 7
+      t[2 * k] = _mm512_unpacklo_pd(r[2 * k], r[2 * k + 1]);
+      t[2 * k + 1] = _mm512_unpackhi_pd(r[2 * k], r[2 * k + 1]);
+    }
+    for (int h = 0; h < 2; ++h) {  // the even (h = 0) and the odd columns
+      // 128-bit lanes regrouped: columns h and 4+h (0x88), 2+h and 6+h (0xdd), of rows 0-3 and of rows 4-7
+      const __m512d u0 = _mm512_shuffle_f64x2(t[h], t[2 + h], 0x88), u1 = _mm512_shuffle_f64x2(t[h], t[2 + h], 0xdd);
+      const __m512d v0 = _mm512_shuffle_f64x2(t[4 + h], t[6 + h], 0x88), v1 = _mm512_shuffle_f64x2(t[4 + h], t[6 + h], 0xdd);
+      _mm512_stream_pd(d + h * dst_stride, _mm512_shuffle_f64x2(u0, v0, 0x88));
+      _mm512_stream_pd(d + (2 + h) * dst_stride, _mm512_shuffle_f64x2(u1, v1, 0x88));
+      _mm512_stream_pd(d + (4 + h) * dst_stride, _mm512_shuffle_f64x2(u0, v0, 0xdd));
+      _mm512_stream_pd(d + (6 + h) * dst_stride, _mm512_shuffle_f64x2(u1, v1, 0xdd));
+    }
+  } else {  // 16 x 16 floats
+    const auto* s = reinterpret_cast<const float*>(src);
+    auto* d = reinterpret_cast<float*>(dst);
+    __m512 r[16], t[16];
+    for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_ps(s + k * src_stride);
+    for (int k = 0; k < 8; ++k) {  // pairs of rows interleaved (32-bit)
+      t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+      t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 4; ++k) {  // quads of rows (64-bit): r[4k+m] holds columns m, 4+m, 8+m, 12+m of rows 4k..4k+3
+      const __m512d a = _mm512_castps_pd(t[4 * k]), b = _mm512_castps_pd(t[4 * k + 1]);
+      const __m512d c = _mm512_castps_pd(t[4 * k + 2]), e = _mm512_castps_pd(t[4 * k + 3]);
+      r[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+      r[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+      r[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, e));
+      r[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, e));
+    }
+    for (int m = 0; m < 4; ++m) {  // the 4 x 4 transpose of 128-bit lanes across the four quads
+      const __m512 v0 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88), v1 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);
+      const __m512 w0 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88), w1 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
+      _mm512_stream_ps(d + m * dst_stride, _mm512_shuffle_f32x4(v0, w0, 0x88));
+      _mm512_stream_ps(d + (m + 4) * dst_stride, _mm512_shuffle_f32x4(v1, w1, 0x88));
+      _mm512_stream_ps(d + (m + 8) * dst_stride, _mm512_shuffle_f32x4(v0, w0, 0xdd));
+      _mm512_stream_ps(d + (m + 12) * dst_stride, _mm512_shuffle_f32x4(v1, w1, 0xdd));
+    }
+  }
+#else
+  (void)src, (void)src_stride, (void)dst, (void)dst_stride;
+#endif
+}
+
 }  // namespace rooftop::cpu
