@@ -5,7 +5,9 @@
 /// Two kernels. `transpose` is tiled: on GPUs a team copies one tile x tile block of in, row by
 /// row (coalesced reads), into team scratch, then writes it out row by row of out (coalesced
 /// writes), reading the scratch tile down its columns; on CPUs each thread transposes a run of
-/// blocks in register tiles, streaming large outputs from L1 buffers (see HostTranspose).
+/// blocks in register tiles, streaming large outputs from L1 buffers (see HostTranspose), or,
+/// with AVX-512 where out's rows are whole cache lines, streams each tile's rows straight from
+/// registers (see transpose_lines).
 /// `transpose_naive` is the reference
 /// without tiling: reads follow in's rows, so every write lands in a different row of out
 /// (strided), which is what the tiled kernel avoids. Storage any dtype (pure data movement,
@@ -231,16 +233,17 @@ struct HostTranspose {
   }
 };
 
-/// CPU, where cpu::has_line_tiles<T> (AVX-512, fp32 and fp64) and the output is large with
+/// CPU, where cpu::has_line_tiles<T> (AVX-512, every dtype) and the output is large with
 /// rows a whole number of cache lines apart from a line-aligned start: src's rows in groups of
 /// host_group_rows (one work item each), every group walked along its rows one line-tile
-/// column (e = 8 fp64 or 16 fp32 columns) at a time, each e x e tile of it transposed in
+/// column (e = 8 fp64, 16 fp32 or 32 two-byte columns) at a time, each e x e tile of it transposed in
 /// registers and streamed straight out, a whole aligned line per dst row
 /// (cpu::transpose_line_tile). A step of the walk writes 512 contiguous bytes of e dst rows and
 /// reads one line of each of the group's src rows, whose lines host_ahead_bytes further along
 /// it prefetches. Against HostTranspose's 256-byte square blocks through L1 buffers, in one
 /// process (2 threads, Zen 5 VM, scratch program, GB/s): fp64 4096 x 4096 29.5-30.6 -> 51-53,
-/// fp32 5792 x 5792 21-26 -> 40-46 and 4096 x 4096 28-29 -> 44-47, copy 52-80 meanwhile. Rows
+/// fp32 5792 x 5792 21-26 -> 40-46 and 4096 x 4096 28-29 -> 44-47, bf16 8192 x 8192 only
+/// 22.7-23.6 -> 23.8-27.8 (groups of 64 or 128 rows did no better), copy 52-96 meanwhile. Rows
 /// and columns past the last whole tile are copied element by element (plain stores; their dst
 /// lines are not the streamed ones).
 template <class Shape, class T, class Exec>

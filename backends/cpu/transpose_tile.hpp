@@ -6,6 +6,8 @@
 /// permute) and stored whole, where GCC 12 turns the portable loop into one load and one
 /// store per element. Hosts without the instructions get that loop. (Built here with
 /// -mno-avx2 and with -mno-avx, test_transpose passed on the SSE2 and portable paths too.)
+/// With AVX-512, `transpose_line_tile<T>` moves a tile of one cache line on a side and streams
+/// each row of the result straight from its register as one whole line.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +50,30 @@ inline void transpose_8x8_epi16(V (&r)[8], V (&out)[8], Lo16 lo16, Hi16 hi16, Lo
     out[2 * i + 1] = hi64(r[i], r[4 + i]);
   }
 }
+
+#if defined(__AVX2__) && defined(ROOFTOP_HAS_SSE2_TILES)
+/// The 16 x 16 transpose of two-byte values: each 128-bit lane of rows 0-7 and of rows 8-15
+/// transposed, the lanes then joined. columns[k] is column k of the 16 rows (src's rows
+/// src_stride elements apart, read whole).
+template <class T>
+inline void transpose_16x16_epi16(const T* src, std::int64_t src_stride, __m256i (&columns)[16]) {
+  __m256i r[2][8], t[2][8];
+  auto lo16 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi16(a, b); };
+  auto hi16 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi16(a, b); };
+  auto lo32 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi32(a, b); };
+  auto hi32 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi32(a, b); };
+  auto lo64 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi64(a, b); };
+  auto hi64 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi64(a, b); };
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 8; ++i) r[h][i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (8 * h + i) * src_stride));
+    transpose_8x8_epi16(r[h], t[h], lo16, hi16, lo32, hi32, lo64, hi64);
+  }
+  for (int k = 0; k < 8; ++k) {  // t[h][k]: column k of rows 8h..8h+7 in lane 0, column k + 8 in lane 1
+    columns[k] = _mm256_permute2x128_si256(t[0][k], t[1][k], 0x20);
+    columns[k + 8] = _mm256_permute2x128_si256(t[0][k], t[1][k], 0x31);
+  }
+}
+#endif
 }  // namespace detail
 
 /// dst(c, r) = src(r, c) for r, c in [0, tile_edge<T>): src's rows src_stride elements apart,
@@ -91,22 +117,10 @@ inline void transpose_tile(const T* src, std::int64_t src_stride, T* dst, std::i
   }
 #endif
 #if defined(__AVX2__) && defined(ROOFTOP_HAS_SSE2_TILES)
-  if constexpr (sizeof(T) == 2) {  // 16 x 16: each lane of rows 0-7 and of rows 8-15 transposed, lanes then joined
-    __m256i r[2][8], t[2][8];
-    auto lo16 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi16(a, b); };
-    auto hi16 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi16(a, b); };
-    auto lo32 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi32(a, b); };
-    auto hi32 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi32(a, b); };
-    auto lo64 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi64(a, b); };
-    auto hi64 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi64(a, b); };
-    for (int h = 0; h < 2; ++h) {
-      for (int i = 0; i < 8; ++i) r[h][i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (8 * h + i) * src_stride));
-      detail::transpose_8x8_epi16(r[h], t[h], lo16, hi16, lo32, hi32, lo64, hi64);
-    }
-    for (int k = 0; k < 8; ++k) {  // t[h][k]: column k of rows 8h..8h+7 in lane 0, column k + 8 in lane 1
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k * dst_stride), _mm256_permute2x128_si256(t[0][k], t[1][k], 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (k + 8) * dst_stride), _mm256_permute2x128_si256(t[0][k], t[1][k], 0x31));
-    }
+  if constexpr (sizeof(T) == 2) {  // 16 x 16
+    __m256i columns[16];
+    detail::transpose_16x16_epi16(src, src_stride, columns);
+    for (int k = 0; k < 16; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k * dst_stride), columns[k]);
     return;
   }
 #elif defined(ROOFTOP_HAS_SSE2_TILES)
@@ -128,16 +142,17 @@ inline void transpose_tile(const T* src, std::int64_t src_stride, T* dst, std::i
     for (std::int64_t r = 0; r < e; ++r) dst[c * dst_stride + r] = src[r * src_stride + c];
 }
 
-/// Whether transpose_line_tile<T> exists: AVX-512F hosts, 4- and 8-byte T.
+/// Whether transpose_line_tile<T> exists: AVX-512F hosts, 2-, 4- and 8-byte T.
 template <class T>
 inline constexpr bool has_line_tiles =
 #if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
-    sizeof(T) == 4 || sizeof(T) == 8;
+    sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8;
 #else
     false;
 #endif
 
-/// Edge of the tile transpose_line_tile<T> moves: one cache line of T (8 fp64, 16 fp32).
+/// Edge of the tile transpose_line_tile<T> moves: one cache line of T (8 fp64, 16 fp32, 32
+/// of a 2-byte type).
 template <class T>
 inline constexpr std::int64_t line_tile_edge = 64 / static_cast<std::int64_t>(sizeof(T));
 
@@ -147,7 +162,7 @@ inline constexpr std::int64_t line_tile_edge = 64 / static_cast<std::int64_t>(si
 /// dst_stride must be 64-byte aligned for every c; src needs no alignment. The caller fences.
 template <class T>
 [[gnu::always_inline]] inline void transpose_line_tile(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride) {
-  static_assert(has_line_tiles<T>, "transpose_line_tile: needs AVX-512F and a 4- or 8-byte T");
+  static_assert(has_line_tiles<T>, "transpose_line_tile: needs AVX-512F and a 2-, 4- or 8-byte T");
 #if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
   if constexpr (sizeof(T) == 8) {  // 8 x 8 doubles
     const auto* s = reinterpret_cast<const double*>(src);
@@ -166,6 +181,15 @@ template <class T>
       _mm512_stream_pd(d + (2 + h) * dst_stride, _mm512_shuffle_f64x2(u1, v1, 0x88));
       _mm512_stream_pd(d + (4 + h) * dst_stride, _mm512_shuffle_f64x2(u0, v0, 0xdd));
       _mm512_stream_pd(d + (6 + h) * dst_stride, _mm512_shuffle_f64x2(u1, v1, 0xdd));
+    }
+  } else if constexpr (sizeof(T) == 2) {  // 32 x 32: four 16 x 16 tiles, a column of the top one and of the bottom one per line
+    __m256i top[16], bottom[16];
+    for (int h = 0; h < 2; ++h) {  // columns 16h..16h+15
+      detail::transpose_16x16_epi16(src + 16 * h, src_stride, top);
+      detail::transpose_16x16_epi16(src + 16 * src_stride + 16 * h, src_stride, bottom);
+      for (int k = 0; k < 16; ++k)
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (16 * h + k) * dst_stride),
+                            _mm512_inserti64x4(_mm512_castsi256_si512(top[k]), bottom[k], 1));
     }
   } else {  // 16 x 16 floats
     const auto* s = reinterpret_cast<const float*>(src);
