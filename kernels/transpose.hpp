@@ -236,8 +236,8 @@ struct HostTranspose {
 /// CPU, where cpu::has_line_tiles<T> (AVX-512, every dtype) and the output is large with
 /// rows a whole number of cache lines apart from a line-aligned start: src's rows in groups of
 /// host_group_rows (one work item each), every group walked along its rows one line-tile
-/// column (e = 8 fp64, 16 fp32 or 32 two-byte columns) at a time, each e x e tile of it transposed in
-/// registers and streamed straight out, a whole aligned line per dst row
+/// column (e = 8 fp64, 16 fp32 or 32 two-byte columns) at a time, each e x e tile of it
+/// transposed in registers and streamed straight out, a whole aligned line per dst row
 /// (cpu::transpose_line_tile). A step of the walk writes 512 contiguous bytes of e dst rows and
 /// reads one line of each of the group's src rows, whose lines host_ahead_bytes further along
 /// it prefetches. Against HostTranspose's 256-byte square blocks through L1 buffers, in one
