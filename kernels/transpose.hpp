@@ -257,12 +257,12 @@ void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, 
     for (std::int64_t i = i0; i < i1; ++i)
       for (std::int64_t j = j0; j < j1; ++j) dst[j * dst_stride + i] = src[i * src_stride + j];
   };
-  // Work item `groups`: the rows below the last whole tile.
-  Kokkos::parallel_for("rooftop::transpose", Kokkos::RangePolicy<Exec>(exec, 0, groups + 1), [=](const std::int64_t g) {
-    if (g == groups) {
-      copy_elements(tiled_rows, rows, 0, cols);
-      return;
-    }
+  // One work item per group; the last one also copies the rows below the last whole tile
+  // (a work item of their own would be one more for the first thread of a static schedule).
+  const std::int64_t items = groups > 0 ? groups : 1;
+  Kokkos::parallel_for("rooftop::transpose", Kokkos::RangePolicy<Exec>(exec, 0, items), [=](const std::int64_t g) {
+    if (g == items - 1) copy_elements(tiled_rows, rows, 0, cols);
+    if (g >= groups) return;
     const std::int64_t i0 = g * group, i1 = i0 + group < tiled_rows ? i0 + group : tiled_rows;
     for (std::int64_t j = 0; j < tiled_cols; j += e)
       for (std::int64_t i = i0; i < i1; i += e) {
