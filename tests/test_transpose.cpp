@@ -46,7 +46,8 @@ void run(bool tiled, const In& in, const Out& out) {
 // whole tile.
 TEST_CASE_TEMPLATE("transpose: both kernels are exact", T, ROOFTOP_DTYPES) {
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
-      {0, 7}, {7, 0}, {1, 1}, {1, 1000}, {1000, 1}, {13, 29}, {31, 33}, {65, 97}, {64, 128}, {256, 384}, {1000, 3001}, {1040, 1037}, {1037, 1040}, {1056, 1037}};
+      {0, 7},     {7, 0},      {1, 1},       {1, 1000},    {1000, 1},    {13, 29},     {31, 33},
+      {65, 97},   {64, 128},   {256, 384},   {1000, 3001}, {1040, 1037}, {1037, 1040}, {1056, 1037}};
   for (const std::size_t threshold : test::store_thresholds) {
     test::StreamingThreshold stores(threshold);
     CAPTURE(threshold);

@@ -142,6 +142,15 @@ inline void transpose_tile(const T* src, std::int64_t src_stride, T* dst, std::i
     for (std::int64_t r = 0; r < e; ++r) dst[c * dst_stride + r] = src[r * src_stride + c];
 }
 
+// GCC 12 warns that the AVX-512 intrinsics' _mm512_undefined_* pass-through operand "may be
+// used uninitialized" wherever they are inlined (GCC bug 105593, fixed in GCC 13), as in
+// backends/cpu/convert.hpp.
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define ROOFTOP_LINE_TILE_PRAGMAS 1
+#endif
+
 /// Whether transpose_line_tile<T> exists: AVX-512F hosts, 2-, 4- and 8-byte T.
 template <class T>
 inline constexpr bool has_line_tiles =
@@ -221,5 +230,10 @@ template <class T>
   (void)src, (void)src_stride, (void)dst, (void)dst_stride;
 #endif
 }
+
+#if defined(ROOFTOP_LINE_TILE_PRAGMAS)
+#pragma GCC diagnostic pop
+#undef ROOFTOP_LINE_TILE_PRAGMAS
+#endif
 
 }  // namespace rooftop::cpu
