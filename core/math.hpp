@@ -28,14 +28,19 @@ KOKKOS_FORCEINLINE_FUNCTION double select(bool c, double a, double b) {
 
 namespace detail {
 /// 2^r for r in [-1/2, 1/2]: the degree-5 minimax polynomial, relative error 7.5e-8 (0.63 ulp)
-/// before fp32 rounding.
+/// before fp32 rounding. Its coefficients are named for the host's vector form
+/// (backends/cpu/softmax_row.hpp), which must give the same values.
+struct Exp2Poly {
+  static constexpr float c5 = 0x1.5c08e6p-10f, c4 = 0x1.3d0c52p-7f, c3 = 0x1.c6b6e4p-5f, c2 = 0x1.ebf918p-3f,
+                         c1 = 0x1.62e42ap-1f, c0 = 0x1.000002p+0f;
+};
 KOKKOS_FORCEINLINE_FUNCTION float exp2_poly(float r) {
-  float p = 0x1.5c08e6p-10f;
-  p = compat::fma(p, r, 0x1.3d0c52p-7f);
-  p = compat::fma(p, r, 0x1.c6b6e4p-5f);
-  p = compat::fma(p, r, 0x1.ebf918p-3f);
-  p = compat::fma(p, r, 0x1.62e42ap-1f);
-  return compat::fma(p, r, 0x1.000002p+0f);
+  float p = Exp2Poly::c5;
+  p = compat::fma(p, r, Exp2Poly::c4);
+  p = compat::fma(p, r, Exp2Poly::c3);
+  p = compat::fma(p, r, Exp2Poly::c2);
+  p = compat::fma(p, r, Exp2Poly::c1);
+  return compat::fma(p, r, Exp2Poly::c0);
 }
 
 /// p * 2^n where t = n + 1.5 * 2^23 in float (n an integer, so n sits in t's low mantissa
