@@ -478,6 +478,19 @@ struct RowTeam {
     for_each(n, [&](const std::int64_t j) { y(row, j) = T(value(j)); });
   }
 
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+  /// Host vector code's way out for this row of the fp32 (rows, cols) View y: where the plan
+  /// streams the row and it is whole lines from a line boundary (so cpu::stream_vectors can
+  /// write it), its first element; else null (write() then).
+  template <class Y>
+  float* vector_stream_row(const Y& y, std::int64_t cols) const {
+    static_assert(std::is_same_v<typename Y::value_type, float>, "vector_stream_row: fp32 rows only");
+    if (!stream || cols % 16 != 0 || cols == 0 || y.stride(1) != 1) return nullptr;
+    float* const out = &y(row, 0);
+    return reinterpret_cast<std::uintptr_t>(out) % 64 == 0 ? out : nullptr;
+  }
+#endif
+
   /// This row of the (rows, cols) View x as a reader of floats, c -> float(x(row, c)). Where
   /// host_widens, the row is widened once into the work item's scratch (its first cols
   /// floats; plan input_scratch_floats), so the row's later passes read floats and convert

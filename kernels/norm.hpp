@@ -18,6 +18,7 @@
 #include "../core/types.hpp"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace rooftop {
 
@@ -32,6 +33,41 @@ void require_norm_args(const char* op, const X& x, const Y& y, const W& w, const
   ROOFTOP_REQUIRE(w.extent(0) == 0 || w.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but ", w_name, " is ",
                   shape_of(w), " (expected ", x.extent(1), " or 0 for none)");
   ROOFTOP_REQUIRE(eps >= 0, op, "eps is ", eps, ", expected >= 0");
+}
+
+/// A norm's output row on an AVX-512 host, y(row, c) = (x(row, c) - shift) * scale * w(c) + b(c)
+/// (w, b: weight and bias, each left out where empty), streamed by vector code reading raw
+/// pointers (cpu::stream_vectors), where x, y, weight and bias are fp32 and contiguous and
+/// the plan streams whole lines of y (RowTeam::vector_stream_row). Returns whether it wrote the
+/// row; elsewhere the caller writes it through RowTeam::write. The same values as the
+/// portable output loops (a subtract of 0 leaves x as it is).
+template <class Row, class X, class Y, class W, class B>
+KOKKOS_INLINE_FUNCTION bool stream_norm_row(const Row& r, const X& x, const Y& y, std::int64_t cols, float shift,
+                                            float scale, const W& weight, const B& bias) {
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+  constexpr bool fp32 = std::is_same_v<typename X::value_type, float> && std::is_same_v<typename Y::value_type, float> &&
+                        std::is_same_v<std::remove_const_t<typename W::value_type>, float> &&
+                        std::is_same_v<std::remove_const_t<typename B::value_type>, float>;
+  if constexpr (!Row::gpu && fp32) {
+    float* const out = r.vector_stream_row(y, cols);
+    if (!out || x.stride(1) != 1 || (weight.extent(0) != 0 && weight.stride(0) != 1) || (bias.extent(0) != 0 && bias.stride(0) != 1))
+      return false;
+    const float* const in = &x(r.row, 0);
+    const float* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
+    const float* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
+    const __m512 minus = _mm512_set1_ps(shift), times = _mm512_set1_ps(scale);
+    const bool last = r.row + 1 == static_cast<std::int64_t>(x.extent(0));
+    cpu::stream_vectors(out, cols, last ? nullptr : &x(r.row + 1, 0), [&](const std::int64_t c) {
+      __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(in + c), minus), times);
+      if (w) v = _mm512_mul_ps(v, _mm512_loadu_ps(w + c));
+      if (b) v = _mm512_add_ps(v, _mm512_loadu_ps(b + c));
+      return v;
+    });
+    return true;
+  }
+#endif
+  (void)r, (void)x, (void)y, (void)cols, (void)shift, (void)scale, (void)weight, (void)bias;
+  return false;
 }
 }  // namespace detail
 
@@ -64,6 +100,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          const float mean = mean0 + dev.a * inv_cols;
                          const float var = (dev.b - dev.a * dev.a * inv_cols) * inv_cols;
                          const float rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + e);
+                         if (detail::stream_norm_row(r, x, y, cols, mean, rstd, weight, bias)) return;
                          // One loop per case, so none loads a parameter under a condition
                          // (which would keep the loop from vectorizing). A multiply and an
                          // add, not compat::fma: with fmaf GCC 12 left these loops scalar
@@ -117,6 +154,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
+  const Kokkos::View<const float*, typename Y::memory_space> no_bias;
   detail::for_each_row("rooftop::rmsnorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
                          const auto in = r.input(x, cols);
@@ -128,6 +166,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
                              },
                              detail::Plus{});
                          const float rrms = 1.0f / compat::sqrt(squares * inv_cols + e);
+                         if (detail::stream_norm_row(r, x, y, cols, 0.0f, rrms, weight, no_bias)) return;
                          if (has_weight) {
                            r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms * float(weight(c)); }, r.next_row_of(x));
                          } else {

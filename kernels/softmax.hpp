@@ -91,8 +91,9 @@ void softmax_row_avx512(const Row& r, const X& x, const Y& y, const float* in, s
   const float s = cpu::softmax_exp_sum(in, e, cols, (m == -std::numeric_limits<float>::infinity() ? 0.0f : m) * math::log2e);
   const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
   if constexpr (std::is_same_v<typename Y::value_type, float>) {
-    if (r.stream && y.stride(1) == 1 && cols % 16 == 0 && (reinterpret_cast<std::uintptr_t>(&y(r.row, 0)) & 63) == 0) {
-      cpu::softmax_stream_out(e, &y(r.row, 0), cols, inv, next_in);
+    if (float* const out = r.vector_stream_row(y, cols)) {
+      const __m512 scale = _mm512_set1_ps(inv);
+      cpu::stream_vectors(out, cols, next_in, [&](const std::int64_t c) { return _mm512_mul_ps(_mm512_load_ps(e + c), scale); });
       return;
     }
   }

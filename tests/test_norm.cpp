@@ -127,6 +127,39 @@ TEST_CASE("norms work in place; a zero row normalizes to 0") {
         REQUIRE(hy[r * (cols + 2) + 1 + c] == doctest::Approx(want[r * cols + c]).epsilon(1e-5));
     }
   }
+  // Both sides column subviews whose rows are whole cache lines from a line boundary (64 of
+  // 96 floats, from column 16): the host's vector output path, with rows not cols apart.
+  {
+    test::StreamingThreshold stores(0);
+    const std::int64_t rows = 6, cols = 64;
+    auto xs = test::random_matrix<float>(rows, 96, -3, 3);
+    auto ys = test::poisoned_matrix<float>(rows, 96);
+    const auto part = std::make_pair(std::int64_t{16}, std::int64_t{16} + cols);
+    auto x = Kokkos::subview(xs, Kokkos::ALL, part);
+    auto y = Kokkos::subview(ys, Kokkos::ALL, part);
+    auto w = test::random_vector<float>(cols, 0.5, 1.5), b = test::random_vector<float>(cols, -1, 1);
+    const auto hxs = host(xs);
+    std::vector<double> hx;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) hx.push_back(hxs[r * 96 + 16 + c]);
+    for (const bool rms : {false, true}) {
+      CAPTURE(rms);
+      Kokkos::deep_copy(ys, std::nanf(""));
+      if (rms) {
+        rooftop::rmsnorm(Exec(), x, y, 1e-6, w);
+      } else {
+        rooftop::layernorm(Exec(), x, y, 1e-5, w, b);
+      }
+      const auto hy = host(ys);
+      std::vector<double> inner;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < 96; ++c)
+          if (c < 16 || c >= 16 + cols) REQUIRE(std::isnan(hy[r * 96 + c]));
+        for (std::int64_t c = 0; c < cols; ++c) inner.push_back(hy[r * 96 + 16 + c]);
+      }
+      check_norm<float>(normalize_rows(hx, cols, rms ? 1e-6 : 1e-5, rms), cols, host(w), rms ? std::vector<double>{} : host(b), inner);
+    }
+  }
   test::Matrix<float> zero("zero", 2, 9);
   rooftop::layernorm(Exec(), zero, zero, 1e-5);
   for (double v : host(zero)) CHECK(v == 0.0);

@@ -94,15 +94,6 @@ inline float softmax_exp_sum(const float* x, float* e, std::int64_t n, float m_l
   return _mm512_reduce_add_ps(_mm512_add_ps(s[0], s[1]));
 }
 
-/// y[c] = e[c] * inv for c in [0, n), y 64-byte aligned and n a multiple of 16, streamed line
-/// by line, prefetching the line of `ahead` (the next row's input, floats) at the same column.
-inline void softmax_stream_out(const float* e, float* y, std::int64_t n, float inv, const float* ahead) {
-  const __m512 scale = _mm512_set1_ps(inv);
-  for (std::int64_t c = 0; c < n; c += 16) {
-    if (ahead) _mm_prefetch(reinterpret_cast<const char*>(ahead + c), _MM_HINT_T1);
-    _mm512_stream_ps(y + c, _mm512_mul_ps(_mm512_load_ps(e + c), scale));
-  }
-}
 #if defined(ROOFTOP_SOFTMAX_ROW_PRAGMAS)
 #pragma GCC diagnostic pop
 #undef ROOFTOP_SOFTMAX_ROW_PRAGMAS
