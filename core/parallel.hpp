@@ -10,6 +10,7 @@
 #pragma once
 
 #include "../backends/cpu/convert.hpp"
+#include "../backends/cpu/stream_vectors.hpp"
 #include "../backends/cpu/streaming_store.hpp"
 #include "reduction.hpp"
 
@@ -479,14 +480,16 @@ struct RowTeam {
   }
 
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
-  /// Host vector code's way out for this row of the fp32 (rows, cols) View y: where the plan
-  /// streams the row and it is whole lines from a line boundary (so cpu::stream_vectors can
-  /// write it), its first element; else null (write() then).
+  /// Host vector code's way out for this row of the (rows, cols) View y of fp32, bf16 or fp16:
+  /// where the plan streams the row and it is whole lines from a line boundary (so
+  /// cpu::stream_vectors can write it), its first element; else null (write() then).
   template <class Y>
-  float* vector_stream_row(const Y& y, std::int64_t cols) const {
-    static_assert(std::is_same_v<typename Y::value_type, float>, "vector_stream_row: fp32 rows only");
-    if (!stream || cols % 16 != 0 || cols == 0 || y.stride(1) != 1) return nullptr;
-    float* const out = &y(row, 0);
+  typename Y::value_type* vector_stream_row(const Y& y, std::int64_t cols) const {
+    using T = typename Y::value_type;
+    static_assert(cpu::streams_vectors<T>, "vector_stream_row: fp32, bf16 or fp16 rows");
+    constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+    if (!stream || cols % line != 0 || cols == 0 || y.stride(1) != 1) return nullptr;
+    T* const out = &y(row, 0);
     return reinterpret_cast<std::uintptr_t>(out) % 64 == 0 ? out : nullptr;
   }
 #endif

@@ -8,8 +8,9 @@
 /// bf16 or fp16; statistics accumulate in fp32. fp16 on the host: weight and bias are widened
 /// to an fp32 copy once per call, and each row once into the work item's scratch
 /// (RowTeam::input), so no pass over a row converts per element. Each row is read from memory
-/// once; the later passes over it come from cache for rows up to the size of L2. Large fp32 outputs are
-/// written with streaming stores on CPUs (RowTeam::write). x and y may be the same View.
+/// once; the later passes over it come from cache for rows up to the size of L2. Large outputs
+/// are written with streaming stores on CPUs (RowTeam::write; on AVX-512 hosts by vector code,
+/// detail::stream_norm_row). x and y may be the same View.
 #pragma once
 
 #include "../core/cost.hpp"
@@ -37,30 +38,30 @@ void require_norm_args(const char* op, const X& x, const Y& y, const W& w, const
 
 /// A norm's output row on an AVX-512 host, y(row, c) = (x(row, c) - shift) * scale * w(c) + b(c)
 /// (w, b: weight and bias, each left out where empty), streamed by vector code reading raw
-/// pointers (cpu::stream_vectors), where x, y, weight and bias are fp32 and contiguous and
-/// the plan streams whole lines of y (RowTeam::vector_stream_row). Returns whether it wrote the
-/// row; elsewhere the caller writes it through RowTeam::write. The same values as the
+/// pointers (cpu::stream_vectors) where x, weight and bias are contiguous and the plan streams
+/// whole lines of y (RowTeam::vector_stream_row); fp32, bf16 or fp16 each. Returns whether it
+/// wrote the row; elsewhere the caller writes it through RowTeam::write. The same values as the
 /// portable output loops (a subtract of 0 leaves x as it is).
 template <class Row, class X, class Y, class W, class B>
 KOKKOS_INLINE_FUNCTION bool stream_norm_row(const Row& r, const X& x, const Y& y, std::int64_t cols, float shift,
                                             float scale, const W& weight, const B& bias) {
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
-  constexpr bool fp32 = std::is_same_v<typename X::value_type, float> && std::is_same_v<typename Y::value_type, float> &&
-                        std::is_same_v<std::remove_const_t<typename W::value_type>, float> &&
-                        std::is_same_v<std::remove_const_t<typename B::value_type>, float>;
-  if constexpr (!Row::gpu && fp32) {
-    float* const out = r.vector_stream_row(y, cols);
+  using XT = std::remove_const_t<typename X::value_type>;
+  using WT = std::remove_const_t<typename W::value_type>;
+  using BT = std::remove_const_t<typename B::value_type>;
+  if constexpr (!Row::gpu && cpu::streams_vectors<typename Y::value_type> && cpu::streams_vectors<XT> &&
+                cpu::streams_vectors<WT> && cpu::streams_vectors<BT>) {
+    auto* const out = r.vector_stream_row(y, cols);
     if (!out || x.stride(1) != 1 || (weight.extent(0) != 0 && weight.stride(0) != 1) || (bias.extent(0) != 0 && bias.stride(0) != 1))
       return false;
-    const float* const in = &x(r.row, 0);
-    const float* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
-    const float* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
+    const XT* const in = &x(r.row, 0);
+    const WT* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
+    const BT* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
     const __m512 minus = _mm512_set1_ps(shift), times = _mm512_set1_ps(scale);
-    const bool last = r.row + 1 == static_cast<std::int64_t>(x.extent(0));
-    cpu::stream_vectors(out, cols, last ? nullptr : &x(r.row + 1, 0), [&](const std::int64_t c) {
-      __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(in + c), minus), times);
-      if (w) v = _mm512_mul_ps(v, _mm512_loadu_ps(w + c));
-      if (b) v = _mm512_add_ps(v, _mm512_loadu_ps(b + c));
+    cpu::stream_vectors(out, cols, r.next_row_of(x), [&](const std::int64_t c) {
+      __m512 v = _mm512_mul_ps(_mm512_sub_ps(cpu::load16(in + c), minus), times);
+      if (w) v = _mm512_mul_ps(v, cpu::load16(w + c));
+      if (b) v = _mm512_add_ps(v, cpu::load16(b + c));
       return v;
     });
     return true;

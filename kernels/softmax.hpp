@@ -76,24 +76,24 @@ struct ExpMinusMax {
   }
 };
 
-#if defined(ROOFTOP_HAS_AVX512_SOFTMAX)
+#if defined(ROOFTOP_HAS_AVX512_SOFTMAX) && defined(ROOFTOP_HAS_STREAM_VECTORS)
 /// One row of softmax on an AVX-512 host whose floats are contiguous at `in` (an fp32 x in
 /// place, or a 2-byte row widened into the scratch row): the max and the exponentials in
 /// vector code (backends/cpu/softmax_row.hpp: the same exponentials as ExpMinusMax, summed in
-/// another order), then the output. Large fp32 rows of whole lines are streamed from the
-/// exponentials directly, 16 at a time, prefetching the next row's line at each: through
-/// write()'s 256-byte L1 buffer the same row ran at 36.5-38.6 GB/s against 42.4-43.1 this way
-/// (8192x4096, 2 threads, Zen 5 VM, scratch program, three alternations).
+/// another order), then the output. Large rows of whole lines are streamed from the
+/// exponentials directly, a line at a time (cpu::stream_vectors), prefetching the next row:
+/// through write()'s 256-byte L1 buffer fp32 rows ran at 36.5-38.6 GB/s against 42.4-43.1 this
+/// way (8192x4096, 2 threads, Zen 5 VM, scratch program, three alternations).
 template <class Row, class X, class Y>
-void softmax_row_avx512(const Row& r, const X& x, const Y& y, const float* in, std::int64_t cols, const float* next_in) {
+void softmax_row_avx512(const Row& r, const X& x, const Y& y, const float* in, std::int64_t cols) {
   const float m = cpu::softmax_max(in, cols);
   float* const e = r.scratch;
   const float s = cpu::softmax_exp_sum(in, e, cols, (m == -std::numeric_limits<float>::infinity() ? 0.0f : m) * math::log2e);
   const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
-  if constexpr (std::is_same_v<typename Y::value_type, float>) {
-    if (float* const out = r.vector_stream_row(y, cols)) {
+  if constexpr (cpu::streams_vectors<typename Y::value_type>) {
+    if (auto* const out = r.vector_stream_row(y, cols)) {
       const __m512 scale = _mm512_set1_ps(inv);
-      cpu::stream_vectors(out, cols, next_in, [&](const std::int64_t c) { return _mm512_mul_ps(_mm512_load_ps(e + c), scale); });
+      cpu::stream_vectors(out, cols, r.next_row_of(x), [&](const std::int64_t c) { return _mm512_mul_ps(_mm512_load_ps(e + c), scale); });
       return;
     }
   }
@@ -111,15 +111,12 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
   // program, three alternations, GB/s: 2730x768 in cache 22.4-25.7 -> 29.7-30.4, 16384x4096
   // 25.3-26.9 -> 28.0-29.8.)
   const auto in = r.template input<true>(x, cols);
-#if defined(ROOFTOP_HAS_AVX512_SOFTMAX)
+#if defined(ROOFTOP_HAS_AVX512_SOFTMAX) && defined(ROOFTOP_HAS_STREAM_VECTORS)
   if constexpr (!Row::gpu) {
     if constexpr (std::is_same_v<decltype(in), const FloatRow>) {
-      return softmax_row_avx512(r, x, y, in.values, cols, nullptr);
+      return softmax_row_avx512(r, x, y, in.values, cols);
     } else if constexpr (std::is_same_v<typename X::value_type, float>) {
-      if (cols == 1 || x.stride(1) == 1) {
-        const bool last = r.row + 1 == static_cast<std::int64_t>(x.extent(0));
-        return softmax_row_avx512(r, x, y, &x(r.row, 0), cols, last ? nullptr : &x(r.row + 1, 0));
-      }
+      if (cols == 1 || x.stride(1) == 1) return softmax_row_avx512(r, x, y, &x(r.row, 0), cols);
     }
   }
 #endif

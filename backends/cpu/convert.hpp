@@ -111,6 +111,20 @@ inline __m256i bf16_bits(__m512 f) {
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16));
 }
 }  // namespace detail
+
+/// Sixteen values of T from p (unaligned) as floats, exactly: fp32, bf16 or fp16.
+template <class T>
+[[gnu::always_inline]] inline __m512 load16(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm512_loadu_ps(p);
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  } else {
+    static_assert(std::is_same_v<T, fp16>, "load16: fp32, bf16 or fp16");
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+}
 #endif
 
 /// compute_t<T>(v) for one value: fp16 by F16C's vcvtph2ps where the host has it (one

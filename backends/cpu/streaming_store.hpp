@@ -173,24 +173,6 @@ inline __m512i lanes_epi16() {
 #endif
 #endif
 
-#if defined(__AVX512F__) && defined(ROOFTOP_HAS_STREAMING_STORES)
-#define ROOFTOP_HAS_STREAM_VECTORS 1
-/// out[c, c + 16) = f(c) (an __m512) for c = 0, 16, ..., n - 16, streamed as each is computed,
-/// with the line of `ahead` (a row of floats, or null) at the same column prefetched into L2:
-/// out line-aligned, n a multiple of 16. The caller fences. For row kernels whose vector code
-/// reads its inputs through raw pointers: through stream_values' L1 buffer (a generic value(j)
-/// computed 64 at a time) the same rows ran 15-20% slower (Zen 5 VM, 2 threads, 8192x4096 fp32,
-/// scratch program, three alternations, GB/s: rmsnorm 45-46 -> 49-52 at 0.91-0.96 of a
-/// hand-written loop beside it, softmax 44 -> 51-52).
-template <class F>
-[[gnu::always_inline]] inline void stream_vectors(float* out, std::int64_t n, const float* ahead, const F& f) {
-  for (std::int64_t c = 0; c < n; c += 16) {
-    if (ahead) _mm_prefetch(reinterpret_cast<const char*>(ahead + c), _MM_HINT_T1);
-    _mm512_stream_ps(out + c, f(c));
-  }
-}
-#endif
-
 /// Streams the line at `at` (line-aligned) made of the first `w` elements of `carry` followed
 /// by the first 64 / sizeof(T) - w elements of `next` (at least a line's worth readable), for
 /// 0 < w < 64 / sizeof(T). With AVX-512 (AVX512BW for 2-byte T): one load of each, a lane
