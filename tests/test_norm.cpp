@@ -99,14 +99,17 @@ TEST_CASE("norms work in place; a zero row normalizes to 0") {
   for (const std::size_t threshold : test::store_thresholds) {
     CAPTURE(threshold);
     test::StreamingThreshold stores(threshold);
-    auto x = test::random_matrix<float>(7, 513, -3, 3);
-    const auto hx = host(x);
-    rooftop::rmsnorm(Exec(), x, x, 1e-6);
-    check_norm<float>(normalize_rows(hx, 513, 1e-6, true), 513, {}, {}, host(x));
-    x = test::random_matrix<float>(7, 513, -3, 3);
-    const auto hx2 = host(x);
-    rooftop::layernorm(Exec(), x, x, 1e-5);
-    check_norm<float>(normalize_rows(hx2, 513, 1e-5, false), 513, {}, {}, host(x));
+    for (const std::int64_t cols : {513, 512}) {  // 512: whole lines, the host's vector path
+      CAPTURE(cols);
+      auto x = test::random_matrix<float>(7, cols, -3, 3);
+      const auto hx = host(x);
+      rooftop::rmsnorm(Exec(), x, x, 1e-6);
+      check_norm<float>(normalize_rows(hx, cols, 1e-6, true), cols, {}, {}, host(x));
+      x = test::random_matrix<float>(7, cols, -3, 3);
+      const auto hx2 = host(x);
+      rooftop::layernorm(Exec(), x, x, 1e-5);
+      check_norm<float>(normalize_rows(hx2, cols, 1e-5, false), cols, {}, {}, host(x));
+    }
   }
   // Rows of a column subview: contiguous along each row, not from row to row. Streamed row by
   // row; the columns outside it stay untouched.
