@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/// A host softmax row over contiguous floats with AVX-512 (kernels/softmax.hpp's
-/// softmax_row_avx512): the row max, then e = exp(x - max) kept in a scratch row and summed in
-/// registers, then the output e / sum, streamed straight from the scratch row for large fp32
-/// outputs. The exponential is math::exp2_in_range's polynomial with the rounding and the
+/// \file
+/// The passes of a host softmax row over contiguous floats before its output, with AVX-512
+/// (kernels/softmax.hpp's softmax_row_avx512, which then writes e / sum through
+/// cpu::stream_vectors): the row max, then e = exp(x - max) kept in a scratch row and summed
+/// in registers. The exponential is math::exp2_in_range's polynomial with the rounding and the
 /// scaling in one instruction each (vrndscaleps, vscalefps) where GCC's vectorization of the
 /// portable form takes five (adding and subtracting a rounding constant, a shift, an integer
 /// add, a multiply): the same values, bit for bit, since vscalefps multiplies by 2^n exactly
