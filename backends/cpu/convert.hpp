@@ -16,6 +16,7 @@
 #pragma once
 
 #include "../../core/types.hpp"
+#include "avx512_warnings.hpp"
 
 #include <cstdint>
 #include <type_traits>
@@ -33,12 +34,8 @@
 #define ROOFTOP_HAS_AVX512_CONVERT 1
 #endif
 
-// GCC 12 warns that the AVX-512 intrinsics' _mm512_undefined_* pass-through operand "may be
-// used uninitialized" wherever they are inlined (GCC bug 105593, fixed in GCC 13).
-#if defined(ROOFTOP_HAS_AVX512_CONVERT) && defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define ROOFTOP_CONVERT_PRAGMAS 1
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+ROOFTOP_AVX512_WARNINGS_OFF
 #endif
 
 namespace rooftop::cpu {
@@ -211,7 +208,6 @@ template <class T>
 
 }  // namespace rooftop::cpu
 
-#if defined(ROOFTOP_CONVERT_PRAGMAS)
-#pragma GCC diagnostic pop
-#undef ROOFTOP_CONVERT_PRAGMAS
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+ROOFTOP_AVX512_WARNINGS_ON
 #endif

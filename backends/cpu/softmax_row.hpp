@@ -12,6 +12,7 @@
 #pragma once
 
 #include "../../core/math.hpp"
+#include "avx512_warnings.hpp"
 
 #include <cstdint>
 #include <limits>
@@ -23,24 +24,8 @@
 
 namespace rooftop::cpu {
 
-/// Whether softmax_max and softmax_exp_sum are available (AVX-512 hosts).
-inline constexpr bool has_softmax_row =
 #if defined(ROOFTOP_HAS_AVX512_SOFTMAX)
-    true;
-#else
-    false;
-#endif
-
-#if defined(ROOFTOP_HAS_AVX512_SOFTMAX)
-// GCC 12 warns that the AVX-512 intrinsics' _mm512_undefined_* pass-through operand is "used
-// uninitialized" wherever they are inlined (GCC bug 105593, fixed in GCC 13), as in
-// backends/cpu/convert.hpp.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#define ROOFTOP_SOFTMAX_ROW_PRAGMAS 1
-#endif
+ROOFTOP_AVX512_WARNINGS_OFF
 namespace detail {
 /// 2^z, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_in_range's values.
 [[gnu::always_inline]] inline __m512 exp2_or_zero(__m512 z) {
@@ -95,10 +80,7 @@ inline float softmax_exp_sum(const float* x, float* e, std::int64_t n, float m_l
   return _mm512_reduce_add_ps(_mm512_add_ps(s[0], s[1]));
 }
 
-#if defined(ROOFTOP_SOFTMAX_ROW_PRAGMAS)
-#pragma GCC diagnostic pop
-#undef ROOFTOP_SOFTMAX_ROW_PRAGMAS
-#endif
+ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
 }  // namespace rooftop::cpu

@@ -5,6 +5,7 @@
 /// vector registers (kernels/softmax.hpp, kernels/norm.hpp through RowTeam::vector_stream_row).
 #pragma once
 
+#include "avx512_warnings.hpp"
 #include "convert.hpp"
 #include "streaming_store.hpp"
 
@@ -15,13 +16,7 @@ namespace rooftop::cpu {
 
 #if defined(ROOFTOP_HAS_AVX512_CONVERT) && defined(ROOFTOP_HAS_STREAMING_STORES)
 #define ROOFTOP_HAS_STREAM_VECTORS 1
-// GCC 12's false "may be used uninitialized" from AVX-512 intrinsics (bug 105593), as in
-// convert.hpp.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+ROOFTOP_AVX512_WARNINGS_OFF
 /// Whether stream_vectors writes T: fp32, and the 2-byte types (AVX-512 hosts).
 template <class T>
 inline constexpr bool streams_vectors = std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, fp16>;
@@ -56,9 +51,7 @@ template <class T, class F>
     }
   }
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
 }  // namespace rooftop::cpu

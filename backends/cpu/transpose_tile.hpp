@@ -10,6 +10,8 @@
 /// each row of the result straight from its register as one whole line.
 #pragma once
 
+#include "avx512_warnings.hpp"
+
 #include <cstdint>
 
 #if (defined(__SSE2__) || defined(_M_X64)) && !defined(__CUDA_ARCH__)
@@ -142,13 +144,8 @@ inline void transpose_tile(const T* src, std::int64_t src_stride, T* dst, std::i
     for (std::int64_t r = 0; r < e; ++r) dst[c * dst_stride + r] = src[r * src_stride + c];
 }
 
-// GCC 12 warns that the AVX-512 intrinsics' _mm512_undefined_* pass-through operand "may be
-// used uninitialized" wherever they are inlined (GCC bug 105593, fixed in GCC 13), as in
-// backends/cpu/convert.hpp.
-#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define ROOFTOP_LINE_TILE_PRAGMAS 1
+#if defined(__AVX512F__)
+ROOFTOP_AVX512_WARNINGS_OFF
 #endif
 
 /// Whether transpose_line_tile<T> exists: AVX-512F hosts, 2-, 4- and 8-byte T.
@@ -231,9 +228,8 @@ template <class T>
 #endif
 }
 
-#if defined(ROOFTOP_LINE_TILE_PRAGMAS)
-#pragma GCC diagnostic pop
-#undef ROOFTOP_LINE_TILE_PRAGMAS
+#if defined(__AVX512F__)
+ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
 }  // namespace rooftop::cpu
