@@ -155,6 +155,16 @@ inline void stream_whole_lines(void* dst, const void* src, std::size_t n, const 
   copy_short(d + i, s + i, n - i);
 }
 
+/// Streams the 64 bytes at src (64-byte aligned) to the 64-byte aligned line dst: one 512-bit
+/// streaming store on AVX-512 hosts, else as stream_whole_lines stores a line.
+[[gnu::always_inline]] inline void stream_line(void* dst, const void* src) {
+#if defined(ROOFTOP_HAS_STREAMING_STORES) && defined(__AVX512F__)
+  _mm512_stream_si512(static_cast<__m512i*>(dst), _mm512_load_si512(src));
+#else
+  stream_whole_lines(dst, src, 64);
+#endif
+}
+
 #if defined(__AVX512F__) && defined(ROOFTOP_HAS_STREAMING_STORES)
 /// Whether 2-byte lanes can be permuted (AVX512BW).
 inline constexpr bool has_avx512bw =
