@@ -11,8 +11,8 @@
 /// in compute_t<T> (fp64 for fp64, fp32 otherwise), rounded once to the storage type. in and
 /// out must be distinct, non-overlapping Views of the same extents (a Jacobi sweep reads only
 /// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
-/// Large dense fp32/fp64 host grids are swept with streaming stores and a prefetch of the next
-/// plane (stencil_streamed).
+/// Dense host grids are swept a run of rows at a time (stencil_rows), large ones with streaming
+/// stores and a prefetch of the next plane; 2-byte grids there where the host has AVX-512.
 #pragma once
 
 #include "../core/cost.hpp"
@@ -43,9 +43,13 @@ struct StencilShape {
   static constexpr std::int64_t tile_k = gpu ? 64 : 1;  // in chunks
 };
 
-/// The host sweep where the grid is large, fp32 or fp64, and both Views are dense LayoutRight
-/// (strides ny*nz, nz, 1). The work items are runs of whole rows (i, j) of about 32 KB of out,
-/// in memory order, so each thread walks its own run of planes, and a run's output is one
+/// The host sweep where both Views are dense LayoutRight (strides ny*nz, nz, 1), fp32 or fp64,
+/// or bf16 or fp16 where the host converts with AVX-512. The work items are runs of whole rows
+/// (i, j) of about 32 KB of out, in memory order, so each thread walks its own run of planes.
+/// Cache-sized grids (not `streamed`) are written in place; the 3D range below them ran 1.1-3x
+/// slower in fp32/fp64 and 3-8x in bf16/fp16 (81^3 to 128^3, 2 threads, Zen 5 VM, scratch
+/// program, two alternations, median GB/s: fp32 128^3 35-37 -> 70-71, fp64 81^3 23 -> 44, bf16
+/// 128^3 9-10 -> 33, fp16 5.5 -> 35). Large ones: a run's output is one
 /// contiguous stretch, written through a cpu::LineStream: each interior row is computed
 /// `chunk` elements at a time into its L1 buffer (all of it, k = 0 and nz-1 too, whose
 /// neighbours along k lie in the rows beside it; those two are then copied over) and every
@@ -58,8 +62,8 @@ struct StencilShape {
 /// stores). Streaming each row on its own, with the partial lines at both ends of rows that are
 /// not whole lines stored plainly, fp32 323^3 ran at 21-24 GB/s against 29-30 for the 3D-range
 /// loop.
-template <class T, class C, class Exec>
-void stencil_streamed(const Exec& exec, const T* in, T* out, std::int64_t nx, std::int64_t ny, std::int64_t nz, C a, C b) {
+template <bool streamed, class T, class C, class Exec>
+void stencil_rows(const Exec& exec, const T* in, T* out, std::int64_t nx, std::int64_t ny, std::int64_t nz, C a, C b) {
   constexpr std::int64_t chunk = 1024 / static_cast<std::int64_t>(sizeof(T));
   const std::int64_t rows = nx * ny, plane = ny * nz;
   const std::int64_t per_item = (32768 / static_cast<std::int64_t>(sizeof(T)) + nz - 1) / nz;
@@ -73,24 +77,62 @@ void stencil_streamed(const Exec& exec, const T* in, T* out, std::int64_t nx, st
           const bool boundary = i == 0 || i == nx - 1 || j == 0 || j == ny - 1 || nz < 3;
           for (std::int64_t k0 = 0, k1 = 0; k0 < nz; k0 = k1) {
             k1 = k0 + chunk < nz ? k0 + chunk : nz;
-            T* const at = stream.slots() - k0;  // at[k] holds out(i, j, k)
+            T* const at = streamed ? stream.slots() - k0 : out + row * nz;  // at[k] holds out(i, j, k)
             if (boundary) {
               std::memcpy(at + k0, c + k0, static_cast<std::size_t>(k1 - k0) * sizeof(T));
+            } else if constexpr (sizeof(T) == 2) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+              // 2-byte grids: sixteen points at a time in registers, each input widened as it is
+              // loaded and the results narrowed (cpu::load16, cpu::narrow16), where
+              // element-by-element conversions left the loop scalar (fp16) or twice as long
+              // (bf16), and widening the rows into L1 first was slower still. 406^3, streamed,
+              // median GB/s: bf16 19 -> 22, fp16 10.5 -> 22-23 (the 3D range before).
+              // The chunk's last sixteen points are computed again (the same values) rather
+              // than in a scalar tail: through fp16's software conversion the tail of rows of
+              // 406 took a third of the time.
+              const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+              auto sixteen = [&](const std::int64_t k) {
+                const T* const p = c + k;
+                const __m512 neighbours =
+                    _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(cpu::load16(p - 1), cpu::load16(p + 1)),
+                                                _mm512_add_ps(cpu::load16(p - nz), cpu::load16(p + nz))),
+                                  _mm512_add_ps(cpu::load16(p - plane), cpu::load16(p + plane)));
+                const __m512 v = _mm512_fmadd_ps(va, cpu::load16(p), _mm512_mul_ps(vb, neighbours));
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + k), cpu::narrow16<T>(v));
+              };
+              std::int64_t k = k0;
+              for (; k + 16 <= k1; k += 16) sixteen(k);
+              if (k < k1 && k1 - k0 >= 16) {
+                sixteen(k1 - 16);
+                k = k1;
+              }
+              for (; k < k1; ++k) {
+                const float neighbours = (float(c[k - 1]) + float(c[k + 1])) + (float(c[k - nz]) + float(c[k + nz])) +
+                                         (float(c[k - plane]) + float(c[k + plane]));
+                at[k] = T(a * float(c[k]) + b * neighbours);
+              }
+#else
+              static_assert(sizeof(T) != 2, "stencil_rows: 2-byte grids need AVX-512 conversions");
+#endif
             } else {
               ROOFTOP_SIMD
               for (std::int64_t k = k0; k < k1; ++k) {
                 const C neighbours = (C(c[k - 1]) + C(c[k + 1])) + (C(c[k - nz]) + C(c[k + nz])) + (C(c[k - plane]) + C(c[k + plane]));
                 at[k] = T(a * C(c[k]) + b * neighbours);
               }
+            }
+            if (!boundary) {
               if (k0 == 0) at[0] = c[0];
               if (k1 == nz) at[nz - 1] = c[nz - 1];
               cpu::prefetch_ahead(c + plane + k0, k1 - k0);
             }
-            stream.commit(k1 - k0);
+            if constexpr (streamed) stream.commit(k1 - k0);
           }
         }
-        stream.finish();
-        cpu::stream_fence();
+        if constexpr (streamed) {
+          stream.finish();
+          cpu::stream_fence();
+        }
       });
 }
 }  // namespace detail
@@ -120,12 +162,16 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
   const typename Policy::tile_type tile = {{Shape::tile_i, Shape::tile_j, Shape::tile_k}};
   const C a = static_cast<C>(c0), b = static_cast<C>(c1);
   const bool contiguous = in.stride(2) == 1 && out.stride(2) == 1;
-  if constexpr (detail::host_streams<Exec> && sizeof(T) >= 4) {
+  if constexpr (detail::host_streams<Exec> && (sizeof(T) >= 4 || cpu::streams_narrowed<T>)) {
     auto dense = [&](const auto& v) {
       return v.stride(2) == 1 && static_cast<std::int64_t>(v.stride(1)) == nz && static_cast<std::int64_t>(v.stride(0)) == ny * nz;
     };
-    if (dense(in) && dense(out) && detail::streams<T>(nx * ny * nz)) {
-      detail::stencil_streamed(exec, in.data(), out.data(), nx, ny, nz, a, b);
+    if (dense(in) && dense(out)) {
+      if (detail::streams<T>(nx * ny * nz)) {
+        detail::stencil_rows<true>(exec, in.data(), out.data(), nx, ny, nz, a, b);
+        return;
+      }
+      detail::stencil_rows<false>(exec, in.data(), out.data(), nx, ny, nz, a, b);
       return;
     }
   }

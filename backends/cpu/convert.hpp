@@ -122,6 +122,18 @@ template <class T>
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
 }
+
+/// Sixteen floats as T, packed into sixteen 16-bit lanes (bf16 or fp16): the bits of
+/// narrow<T>.
+template <class T>
+[[gnu::always_inline]] inline __m256i narrow16(__m512 v) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    return detail::bf16_bits(v);
+  } else {
+    static_assert(std::is_same_v<T, fp16>, "narrow16: bf16 or fp16");
+    return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+}
 #endif
 
 /// compute_t<T>(v) for one value: fp16 by F16C's vcvtph2ps where the host has it (one

@@ -39,14 +39,7 @@ template <class T, class F>
     if constexpr (std::is_same_v<T, float>) {
       _mm512_stream_ps(out + c, f(c));
     } else {
-      auto narrowed = [](const __m512 v) {
-        if constexpr (std::is_same_v<T, bf16>) {
-          return detail::bf16_bits(v);
-        } else {
-          return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        }
-      };
-      const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(narrowed(f(c))), narrowed(f(c + 16)), 1);
+      const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(narrow16<T>(f(c))), narrow16<T>(f(c + 16)), 1);
       _mm512_stream_si512(reinterpret_cast<__m512i*>(out + c), both);
     }
   }
