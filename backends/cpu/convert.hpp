@@ -134,6 +134,16 @@ template <class T>
     return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   }
 }
+
+/// Stores sixteen floats at p (unaligned) as T: fp32, or narrowed as narrow16 does.
+template <class T>
+[[gnu::always_inline]] inline void store16(T* p, __m512 v) {
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_storeu_ps(p, v);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow16<T>(v));
+  }
+}
 #endif
 
 /// compute_t<T>(v) for one value: fp16 by F16C's vcvtph2ps where the host has it (one
