@@ -177,11 +177,7 @@ template <class In>
 
 template <bool streamed, std::size_t... k, class T, class F, class Stage, class... In>
 void convert_map_blocks(std::index_sequence<k...>, T* out, std::int64_t n, const F& f, const Stage& stage, const In*... in) {
-  // Streamed results without a second stage (light 2-byte ops) in blocks of two cache lines of
-  // out: 2^25 bf16 elements, 2 threads, Zen 5 VM, two alternations, median GB/s: relu 36.6-36.8
-  // -> 41.0-42.2, triad 49.1-49.6 -> 56.8-57.6, scale 40.0-40.2 -> 38.6-40.3 (one line: 0.93-0.97x
-  // of 128 elements). dropout's mask (a stage) kept 128: fp32 at 64 lost a quarter.
-  constexpr std::int64_t block = streamed && std::is_same_v<Stage, NoStage> ? 128 / static_cast<std::int64_t>(sizeof(T)) : 128;
+  constexpr std::int64_t block = 128;
   constexpr bool narrows = !std::is_same_v<T, float>;
   alignas(64) float wide[sizeof...(In)][block];
   alignas(64) float buf[narrows || streamed ? block : 1];
@@ -274,28 +270,57 @@ void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefet
   });
 }
 
-/// out[j] = f(j, in[j]...) for j in [0, n) on the host, fp32 or fp64 T read and written in
-/// place, a cache line at a time: each line's values computed into a register-sized buffer
-/// (a loop of one line the compiler vectorizes) and streamed out at once (cpu::stream_line);
-/// the partial lines at out's ends are stored plainly (see stream_values). The caller fences.
-/// For elementwise ops whose inputs are out's type: through stream_values' four-line buffer
-/// and the Views' accessors the same ops ran 20-25% slower (Zen 5 VM, 2 threads, 2^25 fp32,
-/// scratch program, 40 alternations, median GB/s: scale 41 -> 51-52 beside copy at 52-54).
-template <class T, class F, class... In>
-void stream_lines(T* out, std::int64_t n, const F& f, const In*... in) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "stream_lines: fp32 or fp64");
+/// Whether stream_lines writes T: fp32 and fp64, and bf16 and fp16 where the host converts
+/// and streams them a line at a time in AVX-512 registers (cpu::stream_line_of).
+template <class T>
+inline constexpr bool streams_lines = std::is_same_v<T, float> || std::is_same_v<T, double>
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+                                      || (sizeof(T) == 2 && cpu::streams_vectors<T> && cpu::streams_narrowed<T>)
+#endif
+    ;
+
+template <std::size_t... k, class T, class F, class... In>
+void stream_lines_of(std::index_sequence<k...>, T* out, std::int64_t n, const F& f, const In*... in) {
   constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
   const auto to_boundary = static_cast<std::int64_t>((64 - (reinterpret_cast<std::uintptr_t>(out) & 63)) & 63) / static_cast<std::int64_t>(sizeof(T));
   const std::int64_t head = to_boundary < n ? to_boundary : n;
   std::int64_t j = 0;
-  for (; j < head; ++j) out[j] = f(j, in[j]...);
+  for (; j < head; ++j) out[j] = T(f(j, cpu::to_compute(in[j])...));
   for (; j + line <= n; j += line) {
-    alignas(64) T buf[line];
-    ROOFTOP_SIMD
-    for (std::int64_t k = 0; k < line; ++k) buf[k] = f(j + k, in[j + k]...);
-    cpu::stream_line(out + j, buf);
+    if constexpr (sizeof(T) == 2) {
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+      alignas(64) float wide[sizeof...(In)][line];
+      (cpu::widen_line(in + j, wide[k]), ...);
+      alignas(64) float values[line];
+      ROOFTOP_SIMD
+      for (std::int64_t q = 0; q < line; ++q) values[q] = f(j + q, wide[k][q]...);
+      cpu::stream_line_of(out + j, values);
+#endif
+    } else {
+      alignas(64) T values[line];
+      ROOFTOP_SIMD
+      for (std::int64_t q = 0; q < line; ++q) values[q] = f(j + q, in[j + q]...);
+      cpu::stream_line(out + j, values);
+    }
   }
-  for (; j < n; ++j) out[j] = f(j, in[j]...);
+  for (; j < n; ++j) out[j] = T(f(j, cpu::to_compute(in[j])...));
+}
+
+/// out[j] = T(f(j, C(in[j])...)) for j in [0, n) on the host (C: compute_t<T>), where
+/// streams_lines<T>, a cache line at a time: each line's inputs read in place (fp32, fp64) or
+/// widened in registers (bf16, fp16: cpu::widen_line), its values computed into a buffer of
+/// one line (a loop the compiler vectorizes) and streamed out at once (cpu::stream_line,
+/// cpu::stream_line_of); the partial lines at out's ends are stored plainly (see
+/// stream_values). The caller fences. For elementwise ops whose inputs are out's type: through
+/// stream_values' four-line buffer and the Views' accessors (fp32, fp64), or convert_map's
+/// blocks of 128 widened and narrowed through L1 (bf16, fp16), the same ops ran 13-25% slower
+/// (Zen 5 VM, 2 threads, scratch program, 25-40 alternations, median GB/s: fp32 2^25 scale
+/// 41 -> 51-52 beside copy at 52-54; bf16 2^26 scale 43-44 -> 50-51, triad 48 -> 55, relu
+/// 39 -> 45, beside copy at 54).
+template <class T, class F, class... In>
+void stream_lines(T* out, std::int64_t n, const F& f, const In*... in) {
+  static_assert(streams_lines<T>, "stream_lines: fp32 or fp64, or bf16 or fp16 with AVX-512");
+  stream_lines_of(std::index_sequence_for<In...>{}, out, n, f, in...);
 }
 
 /// How an elementwise or row-wise op's outputs may be written on the host when they are large.
@@ -388,12 +413,8 @@ template <Stores stores, class Exec, class Out, class F, class... X>
 void map_inputs(const char* label, const Exec& exec, const Out& out, const F& f, const X&... x) {
   using T = typename Out::value_type;
   using C = compute_t<T>;
-  if constexpr (host_converts_all<Exec, T, X...>) {
-    if (map_contiguous<stores>(label, exec, out, f, NoStage{}, x...)) return;
-  }
-  // Large contiguous fp32 and fp64 outputs of inputs of their type: a line at a time from the
-  // inputs' memory (stream_lines).
-  if constexpr (stores == Stores::streamed_when_large && host_streams<Exec> && std::is_same_v<T, C> &&
+  // Large contiguous outputs of inputs of their type: a line at a time (stream_lines).
+  if constexpr (stores == Stores::streamed_when_large && host_streams<Exec> && streams_lines<T> &&
                 (std::is_same_v<typename X::non_const_value_type, T> && ...)) {
     const auto n = static_cast<std::int64_t>(out.extent(0));
     if (out.stride(0) == 1 && ((x.stride(0) == 1) && ...) && streams<T>(n)) {
@@ -403,6 +424,9 @@ void map_inputs(const char* label, const Exec& exec, const Out& out, const F& f,
       });
       return;
     }
+  }
+  if constexpr (host_converts_all<Exec, T, X...>) {
+    if (map_contiguous<stores>(label, exec, out, f, NoStage{}, x...)) return;
   }
   const auto views = pack_views(x...);
   write_elements<stores>(label, exec, out, KOKKOS_LAMBDA(const std::int64_t i) { return views.template call<C>(f, i, i); });

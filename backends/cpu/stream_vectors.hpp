@@ -44,6 +44,27 @@ template <class T, class F>
     }
   }
 }
+
+/// Streams the 64-byte line out (aligned) of T from the floats v (16 of them for fp32, 32
+/// narrowed as cpu::narrow does for a 2-byte T; aligned).
+template <class T>
+[[gnu::always_inline]] inline void stream_line_of(T* out, const float* v) {
+  static_assert(streams_vectors<T>, "stream_line_of: fp32, bf16 or fp16 outputs");
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_stream_ps(out, _mm512_load_ps(v));
+  } else {
+    const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(narrow16<T>(_mm512_load_ps(v))), narrow16<T>(_mm512_load_ps(v + 16)), 1);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(out), both);
+  }
+}
+
+/// The 32 values of a 2-byte T at in (unaligned) as floats into w (aligned).
+template <class T>
+[[gnu::always_inline]] inline void widen_line(const T* in, float* w) {
+  static_assert(sizeof(T) == 2, "widen_line: bf16 or fp16");
+  _mm512_store_ps(w, load16(in));
+  _mm512_store_ps(w + 16, load16(in + 16));
+}
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
