@@ -23,6 +23,8 @@
 /// it GCC 12 keeps part of a register block's sums in memory: a store-load chain per step).
 #if defined(__CUDA_ARCH__)
 #define ROOFTOP_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__)
+#define ROOFTOP_UNROLL  // nvcc's host pass: its front end rejects GCC's pragma (warning 1675-D)
 #elif defined(__GNUC__) && !defined(__clang__)
 #define ROOFTOP_UNROLL _Pragma("GCC unroll 16")
 #else
