@@ -232,6 +232,14 @@ void convert_map(T* out, std::int64_t n, const F& f, const Stage& stage, const I
   convert_map_blocks<streamed>(std::index_sequence_for<In...>{}, out, n, f, stage, in...);
 }
 
+/// How many of out's first n elements precede its first cache-line boundary: the ones a
+/// streamed output stores plainly before its whole lines.
+template <class T>
+[[gnu::always_inline]] inline std::int64_t elements_to_line(const T* out, std::int64_t n) {
+  const auto to_boundary = static_cast<std::int64_t>((64 - (reinterpret_cast<std::uintptr_t>(out) & 63)) & 63) / static_cast<std::int64_t>(sizeof(T));
+  return to_boundary < n ? to_boundary : n;
+}
+
 /// out[j] = T(value(j)) for j in [0, n) with streaming stores, on the host: four cache lines at
 /// a time, streamed out from the buffer. The caller fences. `ahead` names a row to prefetch
 /// meanwhile, element_bytes per element of out. Four lines keep the loads and the streaming
@@ -245,8 +253,7 @@ template <class T, class Value>
 void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefetch& ahead = {}) {
   constexpr std::int64_t block = 256 / static_cast<std::int64_t>(sizeof(T));
   // Plain stores up to out's first line boundary, so that every block starts on one.
-  const auto to_boundary = static_cast<std::int64_t>((64 - (reinterpret_cast<std::uintptr_t>(out) & 63)) & 63) / static_cast<std::int64_t>(sizeof(T));
-  const std::int64_t head = to_boundary < n ? to_boundary : n;
+  const std::int64_t head = elements_to_line(out, n);
   for (std::int64_t j = 0; j < head; ++j) out[j] = T(value(j));
   T* const lines = out + head;
   auto rest = [&](const std::int64_t j) { return value(head + j); };
@@ -273,19 +280,18 @@ void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefet
 }
 
 /// Whether stream_lines writes T: fp32 and fp64, and bf16 and fp16 where the host converts
-/// and streams them a line at a time in AVX-512 registers (cpu::stream_line_of).
+/// and streams them a line at a time in AVX-512 registers (cpu::stream_narrowed_line).
 template <class T>
 inline constexpr bool streams_lines = std::is_same_v<T, float> || std::is_same_v<T, double>
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
-                                      || (sizeof(T) == 2 && cpu::streams_vectors<T> && cpu::streams_narrowed<T>)
+                                      || (sizeof(T) == 2 && cpu::streams_vectors<T>)
 #endif
     ;
 
 template <std::size_t... k, class T, class F, class... In>
 void stream_lines_of(std::index_sequence<k...>, T* out, std::int64_t n, const F& f, const In*... in) {
   constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
-  const auto to_boundary = static_cast<std::int64_t>((64 - (reinterpret_cast<std::uintptr_t>(out) & 63)) & 63) / static_cast<std::int64_t>(sizeof(T));
-  const std::int64_t head = to_boundary < n ? to_boundary : n;
+  const std::int64_t head = elements_to_line(out, n);
   std::int64_t j = 0;
   for (; j < head; ++j) out[j] = T(f(j, cpu::to_compute(in[j])...));
   for (; j + line <= n; j += line) {
@@ -296,7 +302,7 @@ void stream_lines_of(std::index_sequence<k...>, T* out, std::int64_t n, const F&
       alignas(64) float values[line];
       ROOFTOP_SIMD
       for (std::int64_t q = 0; q < line; ++q) values[q] = f(j + q, wide[k][q]...);
-      cpu::stream_line_of(out + j, values);
+      cpu::stream_narrowed_line(out + j, _mm512_load_ps(values), _mm512_load_ps(values + 16));
 #endif
     } else {
       alignas(64) T values[line];
@@ -312,7 +318,7 @@ void stream_lines_of(std::index_sequence<k...>, T* out, std::int64_t n, const F&
 /// streams_lines<T>, a cache line at a time: each line's inputs read in place (fp32, fp64) or
 /// widened in registers (bf16, fp16: cpu::widen_line), its values computed into a buffer of
 /// one line (a loop the compiler vectorizes) and streamed out at once (cpu::stream_line,
-/// cpu::stream_line_of); the partial lines at out's ends are stored plainly (see
+/// cpu::stream_narrowed_line); the partial lines at out's ends are stored plainly (see
 /// stream_values). The caller fences. For elementwise ops whose inputs are out's type: through
 /// stream_values' four-line buffer and the Views' accessors (fp32, fp64), or convert_map's
 /// blocks of 128 widened and narrowed through L1 (bf16, fp16), the same ops ran 13-25% slower

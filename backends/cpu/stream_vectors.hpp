@@ -21,6 +21,14 @@ ROOFTOP_AVX512_WARNINGS_OFF
 template <class T>
 inline constexpr bool streams_vectors = std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, fp16>;
 
+/// Streams the 64-byte line out (aligned) of a 2-byte T: the 32 floats of lo and hi narrowed
+/// as cpu::narrow does (narrow16).
+template <class T>
+[[gnu::always_inline]] inline void stream_narrowed_line(T* out, __m512 lo, __m512 hi) {
+  const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(narrow16<T>(lo)), narrow16<T>(hi), 1);
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(out), both);
+}
+
 /// out[c, c + 16) = T(f(c)) (f returns an __m512 of fp32 values) for c = 0, 16, ..., n - 16,
 /// a cache line streamed as soon as its values are computed (16 fp32 values, or 32 narrowed
 /// as cpu::narrow does), with the lines of `ahead` at the same elements prefetched into L2:
@@ -39,22 +47,8 @@ template <class T, class F>
     if constexpr (std::is_same_v<T, float>) {
       _mm512_stream_ps(out + c, f(c));
     } else {
-      const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(narrow16<T>(f(c))), narrow16<T>(f(c + 16)), 1);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(out + c), both);
+      stream_narrowed_line(out + c, f(c), f(c + 16));
     }
-  }
-}
-
-/// Streams the 64-byte line out (aligned) of T from the floats v (16 of them for fp32, 32
-/// narrowed as cpu::narrow does for a 2-byte T; aligned).
-template <class T>
-[[gnu::always_inline]] inline void stream_line_of(T* out, const float* v) {
-  static_assert(streams_vectors<T>, "stream_line_of: fp32, bf16 or fp16 outputs");
-  if constexpr (std::is_same_v<T, float>) {
-    _mm512_stream_ps(out, _mm512_load_ps(v));
-  } else {
-    const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(narrow16<T>(_mm512_load_ps(v))), narrow16<T>(_mm512_load_ps(v + 16)), 1);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(out), both);
   }
 }
 
