@@ -25,7 +25,7 @@ namespace detail {
 /// outputs (elementwise_stores).
 enum class Work {
   light,  // a few instructions (relu)
-  exp,    // an exp and a division (gelu's tanh form, silu), or about as much (dropout's hash)
+  exp,    // an exp and a division (gelu's tanh form, silu)
   heavy,  // more (gelu's erf form: a polynomial and an exp for erfc)
 };
 

@@ -80,31 +80,90 @@ struct DropoutMask {
     return math::select(keep(s, j), v * scale, 0.0f);
   }
 
-  /// out[j] = in[j] scaled if element first + j is kept, else 0, for j in [0, count) (in may be
-  /// out): the host's loop over a block of values. The counter's 64-bit arithmetic is done once
-  /// per run of one high word, so the loop is 32-bit arithmetic only and vectorizes; through
-  /// apply, per element, the wrap test and the 64-bit index cost about as much as the hash
-  /// (2048 fp32 elements in L1, one thread: 0.40-0.44 -> 0.21-0.31 ns per element).
-  void apply_block(const float* in, float* out, std::int64_t count, std::uint64_t first) const {
+  /// run(j, count, low, key) over the runs of elements [first, first + count) whose counters
+  /// share their high word (j: the run's first element, counted from `first`; low: the low
+  /// word of its counter; key: key_for the high word): one run unless the low word wraps. In a
+  /// run an element's mask is keeps(low + j', key), 32-bit arithmetic only, which vectorizes
+  /// (through keep, per element, the wrap test and the 64-bit index cost about as much as the
+  /// hash: 2048 fp32 elements in L1, one thread, 0.40-0.44 -> 0.21-0.31 ns per element).
+  template <class Run>
+  void for_each_run(std::uint64_t first, std::int64_t count, const Run& run) const {
     std::uint64_t counter = offset_ + first;
-    while (count > 0) {
+    for (std::int64_t j = 0; j < count;) {
       const auto low = static_cast<std::uint32_t>(counter);
-      const std::uint32_t key = key_for(static_cast<std::uint32_t>(counter >> 32));
       const auto to_wrap = static_cast<std::int64_t>((std::uint64_t{1} << 32) - low);
-      const auto run = static_cast<std::uint32_t>(count < to_wrap ? count : to_wrap);
-      ROOFTOP_SIMD
-      for (std::uint32_t j = 0; j < run; ++j) out[j] = math::select(keeps(low + j, key), in[j] * scale, 0.0f);
-      in += run;
-      out += run;
-      count -= run;
-      counter += run;
+      const std::int64_t n = count - j < to_wrap ? count - j : to_wrap;
+      run(j, n, low, key_for(static_cast<std::uint32_t>(counter >> 32)));
+      j += n;
+      counter += static_cast<std::uint64_t>(n);
     }
+  }
+
+  /// out[j] = in[j] scaled if element first + j is kept, else 0, for j in [0, count) (in may be
+  /// out): the host's loop over a block of values, by runs (for_each_run).
+  void apply_block(const float* in, float* out, std::int64_t count, std::uint64_t first) const {
+    for_each_run(first, count, [&](const std::int64_t j0, const std::int64_t n, const std::uint32_t low, const std::uint32_t key) {
+      const auto run = static_cast<std::uint32_t>(n);
+      ROOFTOP_SIMD
+      for (std::uint32_t j = 0; j < run; ++j) out[j0 + j] = math::select(keeps(low + j, key), in[j0 + j] * scale, 0.0f);
+    });
   }
 
   std::uint64_t offset_;
 };
 
 namespace detail {
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+ROOFTOP_AVX512_WARNINGS_OFF
+/// out[j] = in[j] scaled if element first + j is kept, else 0, for j in [0, n) on an AVX-512
+/// host (T: fp32, bf16 or fp16), each whole cache line of out computed in registers and
+/// streamed (the partial lines at its ends stored plainly; the caller fences). The mask is
+/// DropoutMask::keeps sixteen lanes at a time, and a dropped value is cleared by an AND with it
+/// after the multiply, not by a masked multiply: GCC folds a load into a masked multiply as a
+/// masked memory operand, and masked loads that miss the cache stall on the Zen 5 VM (fp32,
+/// 2^25 elements, 2 threads, scratch program: 23 GB/s, 43-60 with the AND, scale beside it
+/// at 48-66). Against convert_map's blocks (DropoutMask::apply_block), outputs bit for bit the
+/// same, 2 threads, Zen 5 VM, scratch program, two alternations, median GB/s: fp32 2^25
+/// elements 33-34 -> 41.5-43, bf16 2^26 30-31 -> 33, fp16 32-34 -> 37-38, scale fp32 47-49.
+template <class T>
+void dropout_lines(const DropoutMask& mask, const T* in, T* out, std::int64_t n, std::uint64_t first) {
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+  const __m512 scale = _mm512_set1_ps(mask.scale);
+  const __m512i key1 = _mm512_set1_epi32(static_cast<int>(mask.key1)), threshold = _mm512_set1_epi32(static_cast<int>(mask.threshold32));
+  const __m512i ones = _mm512_set1_epi32(-1), iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i c1 = _mm512_set1_epi32(static_cast<int>(0x85ebca6bu)), c2 = _mm512_set1_epi32(static_cast<int>(0xc2b2ae35u));
+  const __mmask16 any = mask.keep_any ? 0xffff : 0;
+  mask.for_each_run(first, n, [&](const std::int64_t j0, const std::int64_t count, const std::uint32_t low, const std::uint32_t key) {
+    const T* const x = in + j0;
+    T* const y = out + j0;
+    const __m512i k = _mm512_set1_epi32(static_cast<int>(key));
+    auto one = [&](const std::int64_t j) {
+      y[j] = T(math::select(mask.keeps(low + static_cast<std::uint32_t>(j), key), float(x[j]) * mask.scale, 0.0f));
+    };
+    auto sixteen = [&](const std::int64_t j) {  // DropoutMask::fmix32 in lanes
+      __m512i h = _mm512_xor_si512(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(low + static_cast<std::uint32_t>(j))), iota), k);
+      h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), c1);
+      h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 13)), c2);
+      h = _mm512_xor_si512(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), key1);
+      const __mmask16 keep = _mm512_mask_cmpge_epu32_mask(any, h, threshold);
+      return _mm512_and_ps(_mm512_mul_ps(cpu::load16(x + j), scale), _mm512_castsi512_ps(_mm512_maskz_mov_epi32(keep, ones)));
+    };
+    const std::int64_t head = elements_to_line(y, count);
+    std::int64_t j = 0;
+    for (; j < head; ++j) one(j);
+    for (; j + line <= count; j += line) {
+      if constexpr (sizeof(T) == 4) {
+        _mm512_stream_ps(y + j, sixteen(j));
+      } else {
+        cpu::stream_narrowed_line(y + j, sixteen(j), sixteen(j + 16));
+      }
+    }
+    for (; j < count; ++j) one(j);
+  });
+}
+ROOFTOP_AVX512_WARNINGS_ON
+#endif
+
 /// dropout(gelu(v)) for the elements of a tensor with `cols` columns; element (r, c) is number
 /// r * cols + c for the mask.
 template <class G>
@@ -154,12 +213,25 @@ void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t s
   detail::require_probability("dropout", p);
   const DropoutMask mask(p, seed, offset);
   const auto n = static_cast<std::int64_t>(x.extent(0));
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+  // Large contiguous outputs on AVX-512 hosts: a cache line at a time in registers, streamed
+  // (detail::dropout_lines).
+  if constexpr (detail::host_streams<Exec> && cpu::streams_vectors<T> && std::is_same_v<typename X::non_const_value_type, T>) {
+    if (x.stride(0) == 1 && y.stride(0) == 1 && detail::streams<T>(n)) {
+      const T* const in = x.data();
+      T* const out = y.data();
+      detail::for_each_chunk<T>("rooftop::dropout", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
+        detail::dropout_lines(mask, in + lo, out + lo, hi - lo, static_cast<std::uint64_t>(lo));
+      });
+      return;
+    }
+  }
+#endif
   if constexpr (detail::on_host<Exec>) {
-    // Contiguous on the host: the mask over blocks of values (DropoutMask::apply_block). Large
-    // fp32 outputs streamed as gelu's (elementwise_stores: AVX-512 hosts; 2^25 elements, 2
-    // threads, Zen 4 VM, three alternations, GB/s: 36-65 -> 67-73; bf16 31.8-32.1 -> 30.6-31.1
-    // streamed, so 2-byte outputs stay plain).
-    if (detail::map_contiguous<detail::elementwise_stores<detail::Work::exp, T>()>(
+    // Contiguous on the host (and not streamed above): the mask over blocks of values
+    // (DropoutMask::apply_block), plain stores (with AVX2 streaming lost, 0.72-0.83x on the
+    // Zen 3 VM).
+    if (detail::map_contiguous<detail::Stores::plain>(
             "rooftop::dropout", exec, y, detail::Pass{},
             [=](const float* in, float* out, const std::int64_t first, const std::int64_t count) {
               mask.apply_block(in, out, count, static_cast<std::uint64_t>(first));

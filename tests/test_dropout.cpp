@@ -72,9 +72,12 @@ TEST_CASE("dropout's mask is a pure function of (seed, offset, index)") {
   CHECK(std::abs(same13 - n / 2.0) < 6 * std::sqrt(n / 4.0));
 }
 
-TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the low word wraps)", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the low word wraps; plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
   const std::int64_t rows = 7, cols = 301, n = rows * cols;
   const std::uint64_t offset = (std::uint64_t{5} << 32) - 1000;  // element 1000 has counter 6 * 2^32
+  for (const std::size_t threshold : test::store_thresholds) {
+  CAPTURE(threshold);
+  test::StreamingThreshold stores(threshold);
   auto x = test::random_matrix<T>(rows, cols, 0.5, 1.5);
   const auto flat = Kokkos::View<const T*, Kokkos::LayoutRight, test::Exec::memory_space>(x.data(), n);
   auto y = test::poisoned_vector<T>(n);
@@ -88,6 +91,7 @@ TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the 
   rooftop::bias_gelu_dropout(Exec(), x, zero_bias, fused, 0.5, 9, offset);
   const auto hf = host(fused);
   for (std::int64_t i = 0; i < n; ++i) REQUIRE((hf[i] != 0) == mask.keep(i));
+  }
 }
 
 TEST_CASE_TEMPLATE("dropout and bias_gelu_dropout work in place (plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
