@@ -29,7 +29,7 @@ KOKKOS_FORCEINLINE_FUNCTION double select(bool c, double a, double b) {
 namespace detail {
 /// 2^r for r in [-1/2, 1/2]: the degree-5 minimax polynomial, relative error 7.5e-8 (0.63 ulp)
 /// before fp32 rounding. Its coefficients are named for the host's vector form
-/// (backends/cpu/softmax_row.hpp), which must give the same values.
+/// (backends/cpu/exp_vectors.hpp), which must give the same values.
 struct Exp2Poly {
   static constexpr float c5 = 0x1.5c08e6p-10f, c4 = 0x1.3d0c52p-7f, c3 = 0x1.c6b6e4p-5f, c2 = 0x1.ebf918p-3f,
                          c1 = 0x1.62e42ap-1f, c0 = 0x1.000002p+0f;
@@ -102,14 +102,17 @@ KOKKOS_FORCEINLINE_FUNCTION float zero_at_minus_inf(float x, float fx) {
 /// x * sigmoid(x) = x / (1 + e^-x): SiLU (swish). Error about one ulp of |x|; silu(-Inf) = 0.
 KOKKOS_FORCEINLINE_FUNCTION float silu(float x) { return times_sigmoid_of_exp2(x, x * -log2e); }
 
+/// GELU tanh form's constants (below).
+constexpr float gelu_tanh_c1 = -2.30220819f;   // -2 sqrt(2/pi) log2(e)
+constexpr float gelu_tanh_c3 = -0.102943242f;  // gelu_tanh_c1 * 0.044715
+
 /// GELU, tanh form: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as
 /// x / (1 + e^(-2u)) (the same function) so it stays accurate where tanh is near -1, with
-/// -2u log2(e) = x (c1 + c3 x^2) in one fma and one multiply. Error about one ulp of |x|;
+/// -2u log2(e) = x (c1 + c3 x^2) in one fma and one multiply (c1, c3: gelu_tanh_c1, _c3, which
+/// the host's vector form shares). Error about one ulp of |x|;
 /// gelu_tanh(-Inf) = 0.
 KOKKOS_FORCEINLINE_FUNCTION float gelu_tanh(float x) {
-  constexpr float c1 = -2.30220819f;    // -2 sqrt(2/pi) log2(e)
-  constexpr float c3 = -0.102943242f;   // c1 * 0.044715
-  return times_sigmoid_of_exp2(x, x * compat::fma(x * x, c3, c1));
+  return times_sigmoid_of_exp2(x, x * compat::fma(x * x, gelu_tanh_c3, gelu_tanh_c1));
 }
 
 /// erfc(z) with relative error < 1.2e-7 everywhere (Chebyshev fit of W. H. Press et al.,

@@ -331,6 +331,38 @@ void stream_lines(T* out, std::int64_t n, const F& f, const In*... in) {
   stream_lines_of(std::index_sequence_for<In...>{}, out, n, f, in...);
 }
 
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+/// out[j] for j in [0, n) on an AVX-512 host (T: fp32, bf16 or fp16) from code computing in
+/// registers: vector(j) returns the fp32 values of out[j, j + 16) as an __m512, one(j) the
+/// value of out[j]. Every whole cache line of out is written from vector (two calls for a line
+/// of 32 two-byte values, narrowed as cpu::narrow does), streamed where `streamed` (the caller
+/// fences) or stored plainly; the elements before out's first line boundary and after its last
+/// one come from one(j), stored plainly (see stream_values).
+template <bool streamed, class T, class Vector, class One>
+[[gnu::always_inline]] inline void map_lines(T* out, std::int64_t n, const Vector& vector, const One& one) {
+  static_assert(cpu::streams_vectors<T>, "map_lines: fp32, bf16 or fp16 outputs");
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t head = elements_to_line(out, n);
+  std::int64_t j = 0;
+  for (; j < head; ++j) out[j] = T(one(j));
+  for (; j + line <= n; j += line) {
+    if constexpr (sizeof(T) == 4) {
+      if constexpr (streamed) {
+        _mm512_stream_ps(out + j, vector(j));
+      } else {
+        _mm512_store_ps(out + j, vector(j));
+      }
+    } else if constexpr (streamed) {
+      cpu::stream_narrowed_line(out + j, vector(j), vector(j + 16));
+    } else {
+      cpu::store16(out + j, vector(j));
+      cpu::store16(out + j + 16, vector(j + 16));
+    }
+  }
+  for (; j < n; ++j) out[j] = T(one(j));
+}
+#endif
+
 /// How an elementwise or row-wise op's outputs may be written on the host when they are large.
 /// Streaming stores pay where the loop is bound by memory, and lose where it is bound by its
 /// instructions: interleaved medians of 25 runs each on the 2-core Zen 3 VM, 128 MiB arrays,

@@ -12,8 +12,10 @@
 #include "../core/math.hpp"
 #include "../core/parallel.hpp"
 #include "../core/types.hpp"
+#include "../backends/cpu/exp_vectors.hpp"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace rooftop {
 
@@ -45,6 +47,43 @@ constexpr Stores elementwise_stores() {
   return Stores::plain;
 }
 
+/// Whether the functor F also computes sixteen fp32 lanes at once on the host (a static
+/// F::lanes(__m512), AVX-512 hosts; bit for bit its operator()): set for each such functor.
+template <class F>
+inline constexpr bool has_lanes = false;
+#if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_STREAM_VECTORS)
+
+/// y(i) = f(x(i)) for contiguous rank-1 x and y of T on an AVX-512 host, sixteen lanes at a time
+/// in registers (F::lanes; map_lines), in 32 KB chunks, streamed where `stores` and the size
+/// say so; false, and nothing done, where a View is strided. 2^25 fp32 / 2^26 bf16 elements,
+/// 2 threads, Zen 5 VM, scratch program: gelu fp32 in L2 (2^20) 84 -> 98 GB/s (7.8 cycles per
+/// sixteen against 8.9 for GCC's vectorization of the portable form, one thread in L1);
+/// bf16, bound by the same arithmetic plus its conversions, unchanged.
+template <Stores stores, class Exec, class X, class Y, class F>
+bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, const F& f) {
+  using T = typename Y::value_type;
+  if (x.stride(0) != 1 || y.stride(0) != 1) return false;
+  const T* const in = x.data();
+  T* const out = y.data();
+  const auto n = static_cast<std::int64_t>(y.extent(0));
+  auto run = [&](auto streaming) {
+    constexpr bool streamed = decltype(streaming)::value;
+    for_each_chunk<T, streamed>(label, exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
+      const T* const from = in + lo;
+      map_lines<streamed>(
+          out + lo, hi - lo, [&](const std::int64_t j) { return F::lanes(cpu::load16(from + j)); },
+          [&](const std::int64_t j) { return f(float(from[j])); });
+    });
+  };
+  if (stores == Stores::streamed_when_large && host_streams<Exec> && streams<T>(n)) {
+    run(std::true_type{});
+  } else {
+    run(std::false_type{});
+  }
+  return true;
+}
+#endif
+
 /// y(i) = f(x(i)) in fp32 for rank-1 x, y, large outputs written as elementwise_stores says.
 template <Work work, class Exec, class X, class Y, class F>
 void map_elements(const char* label, const char* op, const Exec& exec, const X& x, const Y& y, const F& f) {
@@ -53,6 +92,11 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
   using T = typename Y::value_type;
   mandate_fp32_math<T>();
   require_same_shape(op, "x", x, "y", y);
+#if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_STREAM_VECTORS)
+  if constexpr (on_host<Exec> && has_lanes<F> && cpu::streams_vectors<T> && std::is_same_v<typename X::non_const_value_type, T>) {
+    if (map_lanes<elementwise_stores<work, T>()>(label, exec, x, y, f)) return;
+  }
+#endif
   map_inputs<elementwise_stores<work, T>()>(label, exec, y, KOKKOS_LAMBDA(const std::int64_t, const float v) { return f(v); }, x);
 }
 
@@ -62,6 +106,14 @@ template <class G, class = void>
 inline constexpr bool has_stage = false;
 template <class G>
 inline constexpr bool has_stage<G, std::void_t<decltype(&G::stage)>> = true;
+
+/// Whether the row functor G (of map_rows_with_bias) computes sixteen columns at once on an
+/// AVX-512 host: G::row_lanes, with g.lanes() returning (v, c) -> the values of columns
+/// [c, c + 16) from the __m512 v of their sums x + bias, bit for bit g(v, c).
+template <class G, class = void>
+inline constexpr bool has_row_lanes = false;
+template <class G>
+inline constexpr bool has_row_lanes<G, std::void_t<decltype(G::row_lanes)>> = G::row_lanes;
 
 /// y(r, c) = f.row(r)(x(r, c) + bias(c), c) in fp32 for (rows, cols) x, y and (cols) bias
 /// (f.row(r) holds what is fixed along row r); `light` (bias_add): streamed as light_op_stores
@@ -78,20 +130,40 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   ROOFTOP_REQUIRE(bias.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but bias is ", shape_of(bias),
                   " (expected ", x.extent(1), ")");
   const auto cols = static_cast<std::int64_t>(x.extent(1));
-  // Contiguous rows on the host go through convert_map where it converts T in blocks (2-byte
-  // types) or where f's rows have a stage (dropout's mask).
-  using G = decltype(f.row(0));
+  // Contiguous rows on the host: sixteen columns at a time in registers where the row functor
+  // has lanes (AVX-512 hosts: bias_gelu, bias_gelu_dropout; plain stores), else through
+  // convert_map where it converts T in blocks (2-byte types) or where f's rows have a stage
+  // (dropout's mask).
+  using G = std::decay_t<decltype(f.row(0))>;
+  constexpr bool lanes_of_rows =
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+      on_host<Exec> && has_row_lanes<G> && cpu::streams_vectors<T> && std::is_same_v<typename X::non_const_value_type, T> &&
+      std::is_same_v<typename B::non_const_value_type, T>;
+#else
+      false;
+#endif
   constexpr bool blocks = host_converts_all<Exec, T, X, B> || (on_host<Exec> && has_stage<G>);
   const bool contiguous = x.stride(1) == 1 && y.stride(1) == 1 && bias.stride(0) == 1;
   for_each_row(
       label, exec, static_cast<std::int64_t>(x.extent(0)),
       KOKKOS_LAMBDA(const RowTeam<Exec>& r) {
         const auto g = f.row(r.row);
-        if (!contiguous || !blocks) {
+        if (!contiguous || !(blocks || lanes_of_rows)) {
           r.write(y, cols, [&](const std::int64_t c) { return g(float(x(r.row, c)) + float(bias(c)), c); });
           return;
         }
 #if !defined(__CUDA_ARCH__)
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+        if constexpr (lanes_of_rows) {
+          const T* const in = &x(r.row, 0);
+          const T* const b = bias.data();
+          const auto lanes = g.lanes();
+          map_lines<false>(
+              &y(r.row, 0), cols, [&](const std::int64_t c) { return lanes(_mm512_add_ps(cpu::load16(in + c), cpu::load16(b + c)), c); },
+              [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); });
+          return;
+        }
+#endif
         auto map = [&](auto streaming) {
           constexpr bool streamed = decltype(streaming)::value;
           if constexpr (blocks && has_stage<G>) {
@@ -122,6 +194,9 @@ struct Relu {
 };
 struct GeluTanh {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_tanh(v); }
+#if defined(ROOFTOP_HAS_EXP_VECTORS)
+  static __m512 lanes(__m512 v) { return cpu::gelu_tanh(v); }
+#endif
 };
 struct GeluErf {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_erf(v); }
@@ -138,7 +213,16 @@ void with_gelu(Gelu form, const F& f) {
 }
 struct Silu {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::silu(v); }
+#if defined(ROOFTOP_HAS_EXP_VECTORS)
+  static __m512 lanes(__m512 v) { return cpu::silu(v); }
+#endif
 };
+#if defined(ROOFTOP_HAS_EXP_VECTORS)
+template <>
+inline constexpr bool has_lanes<GeluTanh> = true;
+template <>
+inline constexpr bool has_lanes<Silu> = true;
+#endif
 struct Identity {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return v; }
 };
@@ -148,6 +232,13 @@ struct Pointwise {
   F f;
   KOKKOS_INLINE_FUNCTION const Pointwise& row(std::int64_t) const { return *this; }
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v, std::int64_t) const { return f(v); }
+#if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_STREAM_VECTORS)
+  /// On an AVX-512 host where F has lanes: (v, c) -> F's sixteen values of v (see has_row_lanes).
+  static constexpr bool row_lanes = has_lanes<F>;
+  auto lanes() const {
+    return [](const __m512 v, std::int64_t) { return F::lanes(v); };
+  }
+#endif
 };
 
 /// Elementwise cost over n elements of T: `flops` each; read x, write y.

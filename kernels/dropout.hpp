@@ -109,6 +109,40 @@ struct DropoutMask {
     });
   }
 
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+  ROOFTOP_AVX512_WARNINGS_OFF
+  /// keeps() and apply() sixteen lanes at a time on an AVX-512 host, for this mask's constants.
+  /// A dropped value is cleared by an AND after the multiply, not by a masked multiply: GCC
+  /// folds a load into a masked multiply as a masked memory operand, and masked loads that miss
+  /// the cache stall on the Zen 5 VM (dropout fp32, 2^25 elements, 2 threads, scratch program:
+  /// 23 GB/s, 43-60 with the AND, scale beside it at 48-66).
+  struct Lanes {
+    __m512i key1, threshold, ones, c1, c2;
+    __m512 scale;
+    __mmask16 any;
+    explicit Lanes(const DropoutMask& m)
+        : key1(_mm512_set1_epi32(static_cast<int>(m.key1))), threshold(_mm512_set1_epi32(static_cast<int>(m.threshold32))),
+          ones(_mm512_set1_epi32(-1)), c1(_mm512_set1_epi32(static_cast<int>(0x85ebca6bu))),
+          c2(_mm512_set1_epi32(static_cast<int>(0xc2b2ae35u))), scale(_mm512_set1_ps(m.scale)), any(m.keep_any ? 0xffff : 0) {}
+    /// v scaled in the lanes whose counters' low words `low` (under the keys `key`) are kept, 0
+    /// in the others: fmix32 in lanes.
+    [[gnu::always_inline]] __m512 apply(__m512 v, __m512i low, __m512i key) const {
+      __m512i h = _mm512_xor_si512(low, key);
+      h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), c1);
+      h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 13)), c2);
+      h = _mm512_xor_si512(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), key1);
+      const __mmask16 keep = _mm512_mask_cmpge_epu32_mask(any, h, threshold);
+      return _mm512_and_ps(_mm512_mul_ps(v, scale), _mm512_castsi512_ps(_mm512_maskz_mov_epi32(keep, ones)));
+    }
+    /// The low words low0 + j, ..., low0 + j + 15.
+    [[gnu::always_inline]] static __m512i counters(std::uint32_t low0, std::int64_t j) {
+      return _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(low0 + static_cast<std::uint32_t>(j))),
+                              _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    }
+  };
+  ROOFTOP_AVX512_WARNINGS_ON
+#endif
+
   std::uint64_t offset_;
 };
 
@@ -116,49 +150,22 @@ namespace detail {
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
 ROOFTOP_AVX512_WARNINGS_OFF
 /// out[j] = in[j] scaled if element first + j is kept, else 0, for j in [0, n) on an AVX-512
-/// host (T: fp32, bf16 or fp16), each whole cache line of out computed in registers and
-/// streamed (the partial lines at its ends stored plainly; the caller fences). The mask is
-/// DropoutMask::keeps sixteen lanes at a time, and a dropped value is cleared by an AND with it
-/// after the multiply, not by a masked multiply: GCC folds a load into a masked multiply as a
-/// masked memory operand, and masked loads that miss the cache stall on the Zen 5 VM (fp32,
-/// 2^25 elements, 2 threads, scratch program: 23 GB/s, 43-60 with the AND, scale beside it
-/// at 48-66). Against convert_map's blocks (DropoutMask::apply_block), outputs bit for bit the
-/// same, 2 threads, Zen 5 VM, scratch program, two alternations, median GB/s: fp32 2^25
-/// elements 33-34 -> 41.5-43, bf16 2^26 30-31 -> 33, fp16 32-34 -> 37-38, scale fp32 47-49.
+/// host (T: fp32, bf16 or fp16), each whole cache line of out computed in registers
+/// (DropoutMask::Lanes) and streamed (map_lines; the caller fences). Against convert_map's
+/// blocks (DropoutMask::apply_block), outputs bit for bit the same, 2 threads, Zen 5 VM,
+/// scratch program, two alternations, median GB/s: fp32 2^25 elements 33-34 -> 41.5-43, bf16
+/// 2^26 30-31 -> 33, fp16 32-34 -> 37-38, scale fp32 47-49.
 template <class T>
 void dropout_lines(const DropoutMask& mask, const T* in, T* out, std::int64_t n, std::uint64_t first) {
-  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
-  const __m512 scale = _mm512_set1_ps(mask.scale);
-  const __m512i key1 = _mm512_set1_epi32(static_cast<int>(mask.key1)), threshold = _mm512_set1_epi32(static_cast<int>(mask.threshold32));
-  const __m512i ones = _mm512_set1_epi32(-1), iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i c1 = _mm512_set1_epi32(static_cast<int>(0x85ebca6bu)), c2 = _mm512_set1_epi32(static_cast<int>(0xc2b2ae35u));
-  const __mmask16 any = mask.keep_any ? 0xffff : 0;
+  const DropoutMask::Lanes lanes(mask);
   mask.for_each_run(first, n, [&](const std::int64_t j0, const std::int64_t count, const std::uint32_t low, const std::uint32_t key) {
     const T* const x = in + j0;
-    T* const y = out + j0;
     const __m512i k = _mm512_set1_epi32(static_cast<int>(key));
-    auto one = [&](const std::int64_t j) {
-      y[j] = T(math::select(mask.keeps(low + static_cast<std::uint32_t>(j), key), float(x[j]) * mask.scale, 0.0f));
-    };
-    auto sixteen = [&](const std::int64_t j) {  // DropoutMask::fmix32 in lanes
-      __m512i h = _mm512_xor_si512(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(low + static_cast<std::uint32_t>(j))), iota), k);
-      h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), c1);
-      h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 13)), c2);
-      h = _mm512_xor_si512(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), key1);
-      const __mmask16 keep = _mm512_mask_cmpge_epu32_mask(any, h, threshold);
-      return _mm512_and_ps(_mm512_mul_ps(cpu::load16(x + j), scale), _mm512_castsi512_ps(_mm512_maskz_mov_epi32(keep, ones)));
-    };
-    const std::int64_t head = elements_to_line(y, count);
-    std::int64_t j = 0;
-    for (; j < head; ++j) one(j);
-    for (; j + line <= count; j += line) {
-      if constexpr (sizeof(T) == 4) {
-        _mm512_stream_ps(y + j, sixteen(j));
-      } else {
-        cpu::stream_narrowed_line(y + j, sixteen(j), sixteen(j + 16));
-      }
-    }
-    for (; j < count; ++j) one(j);
+    map_lines<true>(
+        out + j0, count, [&](const std::int64_t j) { return lanes.apply(cpu::load16(x + j), DropoutMask::Lanes::counters(low, j), k); },
+        [&](const std::int64_t j) {
+          return math::select(mask.keeps(low + static_cast<std::uint32_t>(j), key), float(x[j]) * mask.scale, 0.0f);
+        });
   });
 }
 ROOFTOP_AVX512_WARNINGS_ON
@@ -187,6 +194,20 @@ struct GeluDropout {
     void stage(const float* in, float* out, std::int64_t c, std::int64_t count) const {
       mask.apply_block(in, out, count, first + static_cast<std::uint64_t>(c));
     }
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+    /// On an AVX-512 host where G has lanes: (v, c) -> the sixteen values of columns
+    /// [c, c + 16), each a lane of v (the sum x + bias), bit for bit operator() (a lane's key
+    /// is the carried one where its low word has wrapped, as in keep).
+    static constexpr bool row_lanes = has_lanes<G>;
+    auto lanes() const {
+      return [d = DropoutMask::Lanes(mask), low0 = span.low0, key = _mm512_set1_epi32(static_cast<int>(span.key)),
+              carry = _mm512_set1_epi32(static_cast<int>(span.key_carry))](const __m512 v, const std::int64_t c) {
+        const __m512i low = DropoutMask::Lanes::counters(low0, c);
+        const __m512i k = _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(low, _mm512_set1_epi32(static_cast<int>(low0))), key, carry);
+        return d.apply(G::lanes(v), low, k);
+      };
+    }
+#endif
   };
   KOKKOS_INLINE_FUNCTION Row row(std::int64_t r) const {
     const std::uint64_t first = static_cast<std::uint64_t>(r) * cols;

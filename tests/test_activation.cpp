@@ -84,6 +84,49 @@ TEST_CASE("activations of special values: +-0, +-Inf, NaN, huge") {
   CHECK(s[8] == doctest::Approx(-88.0 / (1 + std::exp(88.0))).epsilon(1e-5));
 }
 
+TEST_CASE_TEMPLATE("gelu and silu equal core/math's scalar functions bit for bit, wherever an element falls (host vector lanes)",
+                   T, ROOFTOP_ML_DTYPES) {
+  // Host kernels compute whole lines in vector registers and the elements around them one at a
+  // time: every element, special values among them, must come out as the scalar function
+  // gives it, at any offset from a line boundary and with either kind of store. (Host only:
+  // device code is compared with float64 above.)
+  if constexpr (!detail::on_host<Exec>) return;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> special = {0.0f, -0.0f, inf, -inf, nan, 1e30f, -1e30f, 88.0f, -88.0f, 200.0f, -200.0f, 60.0f, -60.0f};
+  const std::int64_t n = 4096 + 77;
+  auto x = test::random_vector<T>(n, -12, 12);
+  {
+    auto hx = Kokkos::create_mirror_view(x);
+    Kokkos::deep_copy(hx, x);
+    for (std::int64_t i = 0; i < n; i += 7) hx(i) = T(special[static_cast<std::size_t>(i / 7) % special.size()]);
+    Kokkos::deep_copy(x, hx);
+  }
+  const auto hx = host(x);
+  for (const std::size_t threshold : test::store_thresholds)
+    for (const std::int64_t first : {0, 1, 5, 31}) {
+      CAPTURE(threshold);
+      CAPTURE(first);
+      test::StreamingThreshold stores(threshold);
+      const auto range = std::make_pair(first, n);
+      const auto xs = Kokkos::subview(x, range);
+      auto check = [&](auto op, auto scalar) {
+        auto y = test::poisoned_vector<T>(n - first);
+        op(xs, y);
+        const auto hy = host(y);
+        for (std::int64_t i = 0; i < n - first; ++i) {
+          const double want = double(T(scalar(float(T(hx[i + first])))));
+          if (std::isnan(want)) {
+            REQUIRE(std::isnan(hy[i]));
+          } else {
+            REQUIRE(hy[i] == want);
+          }
+        }
+      };
+      check([](auto a, auto b) { rooftop::gelu(Exec(), a, b); }, [](float v) { return math::gelu_tanh(v); });
+      check([](auto a, auto b) { rooftop::silu(Exec(), a, b); }, [](float v) { return math::silu(v); });
+    }
+}
+
 TEST_CASE("exp and exp2 keep a NaN a NaN, whatever its payload") {
   for (const std::uint32_t bits : {0x7fc00000u, 0x7fc00001u, 0x7fc001ffu, 0xffc00003u, 0x7f800001u}) {
     CAPTURE(bits);

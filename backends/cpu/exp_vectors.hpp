@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// core/math.hpp's exp2 and the gates built on it, sixteen fp32 lanes at a time with AVX-512,
+/// the same values bit for bit: the rounding of the argument and the scaling by 2^n are one
+/// instruction each (vrndscaleps, vscalefps), where GCC's vectorization of the portable form
+/// takes five (adding and subtracting a rounding constant, a shift, an integer add, a
+/// multiply). vscalefps multiplies by 2^n exactly as math::detail::scale_by_pow2 does, and
+/// rounding to nearest is what the portable form's constant does. Used by softmax's rows
+/// (softmax_row.hpp) and by GELU (tanh form) and SiLU on the host (kernels/activation.hpp).
+#pragma once
+
+#include "../../core/math.hpp"
+#include "avx512_warnings.hpp"
+
+#if !defined(__CUDA_ARCH__) && defined(__AVX512F__)
+#include <immintrin.h>
+#define ROOFTOP_HAS_EXP_VECTORS 1
+#endif
+
+namespace rooftop::cpu {
+
+#if defined(ROOFTOP_HAS_EXP_VECTORS)
+ROOFTOP_AVX512_WARNINGS_OFF
+/// 2^z for z in [-125, 127] as n = round(z) and p = 2^(z - n) (math::detail::exp2_poly): the
+/// result is p * 2^n (vscalefps), which the caller may mask.
+struct Exp2Parts {
+  __m512 p, n;
+};
+[[gnu::always_inline]] inline Exp2Parts exp2_parts(__m512 z) {
+  const __m512 n = _mm512_roundscale_ps(z, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_sub_ps(z, n);
+  using C = math::detail::Exp2Poly;
+  __m512 p = _mm512_set1_ps(C::c5);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c0));
+  return {p, n};
+}
+
+/// math::times_sigmoid_of_exp2 in lanes: x / (1 + 2^max(z, -125)), 0 where z > 127.
+[[gnu::always_inline]] inline __m512 times_sigmoid_of_exp2(__m512 x, __m512 z) {
+  // vmaxps returns its second operand where either is NaN: z (as the portable select does).
+  const Exp2Parts e = exp2_parts(_mm512_max_ps(_mm512_set1_ps(-125.0f), z));
+  const __m512 gated = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_scalef_ps(e.p, e.n)));
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(z, _mm512_set1_ps(127.0f), _CMP_NGT_UQ), gated);
+}
+
+/// math::gelu_tanh in lanes.
+[[gnu::always_inline]] inline __m512 gelu_tanh(__m512 x) {
+  const __m512 z = _mm512_mul_ps(x, _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(math::gelu_tanh_c3),
+                                                    _mm512_set1_ps(math::gelu_tanh_c1)));
+  return times_sigmoid_of_exp2(x, z);
+}
+
+/// math::silu in lanes.
+[[gnu::always_inline]] inline __m512 silu(__m512 x) {
+  return times_sigmoid_of_exp2(x, _mm512_mul_ps(x, _mm512_set1_ps(-math::log2e)));
+}
+ROOFTOP_AVX512_WARNINGS_ON
+#endif
+
+}  // namespace rooftop::cpu
