@@ -6,17 +6,20 @@
 ///
 /// weight and bias are (cols) Views, or empty Views for none (weight 1, bias 0). Storage fp32,
 /// bf16 or fp16; statistics accumulate in fp32. fp16 on the host: weight and bias are widened
-/// to an fp32 copy once per call, and each row once into the work item's scratch
-/// (RowTeam::input), so no pass over a row converts per element. Each row is read from memory
-/// once; the later passes over it come from cache for rows up to the size of L2. Large outputs
-/// are written with streaming stores on CPUs (RowTeam::write; on AVX-512 hosts by vector code,
-/// detail::stream_norm_row). x and y may be the same View.
+/// to an fp32 copy once per call. Each row is read from memory once; the later passes over it
+/// come from cache for rows up to the size of L2. On AVX-512 hosts, contiguous rows are vector
+/// code throughout, each value widened as it is loaded (cpu::row_sum and the other sums of
+/// backends/cpu/row_sums.hpp, then detail::norm_row_out, streamed for large outputs). Elsewhere
+/// the portable loops: fp16 rows widened once into the work item's scratch (RowTeam::input) so
+/// no pass converts per element, large outputs streamed through RowTeam::write. x and y may be
+/// the same View.
 #pragma once
 
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
 #include "../core/parallel.hpp"
 #include "../core/types.hpp"
+#include "../backends/cpu/row_sums.hpp"
 
 #include <cstdint>
 #include <type_traits>
@@ -36,40 +39,52 @@ void require_norm_args(const char* op, const X& x, const Y& y, const W& w, const
   ROOFTOP_REQUIRE(eps >= 0, op, "eps is ", eps, ", expected >= 0");
 }
 
-/// A norm's output row on an AVX-512 host, y(row, c) = (x(row, c) - shift) * scale * w(c) + b(c)
-/// (w, b: weight and bias, each left out where empty), streamed by vector code reading raw
-/// pointers (cpu::stream_vectors) where x, weight and bias are contiguous and the plan streams
-/// whole lines of y (RowTeam::vector_stream_row); fp32, bf16 or fp16 each. Returns whether it
-/// wrote the row; elsewhere the caller writes it through RowTeam::write. The same values as the
-/// portable output loops (a subtract of 0 leaves x as it is).
-template <class Row, class X, class Y, class W, class B>
-KOKKOS_INLINE_FUNCTION bool stream_norm_row(const Row& r, const X& x, const Y& y, std::int64_t cols, float shift,
-                                            float scale, const W& weight, const B& bias) {
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
-  using XT = std::remove_const_t<typename X::value_type>;
-  using WT = std::remove_const_t<typename W::value_type>;
-  using BT = std::remove_const_t<typename B::value_type>;
-  if constexpr (!Row::gpu && cpu::streams_vectors<typename Y::value_type> && cpu::streams_vectors<XT> &&
-                cpu::streams_vectors<WT> && cpu::streams_vectors<BT>) {
-    auto* const out = r.vector_stream_row(y, cols);
-    if (!out || x.stride(1) != 1 || (weight.extent(0) != 0 && weight.stride(0) != 1) || (bias.extent(0) != 0 && bias.stride(0) != 1))
-      return false;
-    const XT* const in = &x(r.row, 0);
-    const WT* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
-    const BT* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
-    const __m512 minus = _mm512_set1_ps(shift), times = _mm512_set1_ps(scale);
-    cpu::stream_vectors(out, cols, r.next_row_of(x), [&](const std::int64_t c) {
-      __m512 v = _mm512_mul_ps(_mm512_sub_ps(cpu::load16(in + c), minus), times);
-      if (w) v = _mm512_mul_ps(v, cpu::load16(w + c));
-      if (b) v = _mm512_add_ps(v, cpu::load16(b + c));
-      return v;
-    });
-    return true;
-  }
-#endif
-  (void)r, (void)x, (void)y, (void)cols, (void)shift, (void)scale, (void)weight, (void)bias;
-  return false;
+/// Whether a norm over X into Y with parameters W and B runs its rows in AVX-512 vector code on
+/// the host (RowTeam Row): fp32, bf16 or fp16 each.
+template <class Row, class X, class Y, class W, class B>
+inline constexpr bool vector_norm_rows =
+    !Row::gpu && cpu::streams_vectors<std::remove_const_t<typename X::value_type>> && cpu::streams_vectors<typename Y::value_type> &&
+    cpu::streams_vectors<std::remove_const_t<typename W::value_type>> && cpu::streams_vectors<std::remove_const_t<typename B::value_type>>;
+
+/// Whether the rows of x and y and the parameters are contiguous, as the vector code reads and
+/// writes them through raw pointers.
+template <class X, class Y, class W, class B>
+bool vector_norm_layout(const X& x, const Y& y, const W& weight, const B& bias) {
+  return x.extent(1) > 0 && x.stride(1) == 1 && y.stride(1) == 1 && (weight.extent(0) == 0 || weight.stride(0) == 1) &&
+         (bias.extent(0) == 0 || bias.stride(0) == 1);
 }
+
+/// A norm's output row on an AVX-512 host from the row's contiguous values at `in`:
+/// y(row, c) = (in[c] - shift) * scale * w(c) + b(c) (w, b: weight and bias, each left out where
+/// empty), streamed a line at a time straight from the vector code where the plan streams whole
+/// lines of y (RowTeam::vector_stream_row; cpu::stream_vectors, prefetching `ahead`), else
+/// stored plainly (map_lines). Through RowTeam::write's L1 buffer, streamed rows ran 15-20%
+/// slower (see cpu::stream_vectors).
+template <class Row, class XT, class Y, class W, class B>
+void norm_row_out(const Row& r, const XT* in, const Y& y, std::int64_t cols, float shift, float scale, const W& weight,
+                  const B& bias, const cpu::Prefetch& ahead) {
+  const auto* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
+  const auto* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
+  const __m512 minus = _mm512_set1_ps(shift), times = _mm512_set1_ps(scale);
+  auto vector = [&](const std::int64_t c) {
+    __m512 v = _mm512_mul_ps(_mm512_sub_ps(cpu::load16(in + c), minus), times);
+    if (w) v = _mm512_mul_ps(v, cpu::load16(w + c));
+    if (b) v = _mm512_add_ps(v, cpu::load16(b + c));
+    return v;
+  };
+  if (auto* const out = r.vector_stream_row(y, cols)) {
+    cpu::stream_vectors(out, cols, ahead, vector);
+    return;
+  }
+  map_lines<false>(&y(r.row, 0), cols, vector, [&](const std::int64_t c) {
+    float v = (float(in[c]) - shift) * scale;
+    if (w) v *= float(w[c]);
+    if (b) v += float(b[c]);
+    return v;
+  });
+}
+#endif
 }  // namespace detail
 
 // ---- layernorm -------------------------------------------------------------------------------
@@ -87,8 +102,29 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
+  const bool vector_layout = detail::vector_norm_layout(x, y, weight, bias);
   detail::for_each_row("rooftop::layernorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
+                         // mean and 1 / sqrt(var + eps) from the sum over the row (mean0) and
+                         // the sums of the deviations from mean0 and of their squares.
+                         auto statistics = [&](const float mean0, const float dev, const float dev2, float& mean, float& rstd) {
+                           mean = mean0 + dev * inv_cols;
+                           const float var = (dev2 - dev * dev * inv_cols) * inv_cols;
+                           rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + e);
+                         };
+#if defined(ROOFTOP_HAS_STREAM_VECTORS) && !defined(__CUDA_ARCH__)
+                         if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
+                           if (vector_layout) {
+                             const auto* const in = &x(r.row, 0);
+                             const float mean0 = inv_cols * cpu::row_sum(in, cols);
+                             float dev, dev2, mean, rstd;
+                             cpu::row_deviation_sums(in, cols, mean0, dev, dev2);
+                             statistics(mean0, dev, dev2, mean, rstd);
+                             detail::norm_row_out(r, in, y, cols, mean, rstd, weight, bias, r.next_row_of(x));
+                             return;
+                           }
+                         }
+#endif
                          const auto in = r.input(x, cols);
                          const float mean0 = inv_cols * r.reduce(cols, 0.0f, in, detail::Plus{});
                          // Corrected two-pass: the deviations' own sum fixes the rounding of
@@ -98,10 +134,8 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                            const float d = in(c) - mean0;
                            return detail::SumPair{d, d * d};
                          });
-                         const float mean = mean0 + dev.a * inv_cols;
-                         const float var = (dev.b - dev.a * dev.a * inv_cols) * inv_cols;
-                         const float rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + e);
-                         if (detail::stream_norm_row(r, x, y, cols, mean, rstd, weight, bias)) return;
+                         float mean, rstd;
+                         statistics(mean0, dev.a, dev.b, mean, rstd);
                          // One loop per case, so none loads a parameter under a condition
                          // (which would keep the loop from vectorizing). A multiply and an
                          // add, not compat::fma: with fmaf GCC 12 left these loops scalar
@@ -156,8 +190,19 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
   const bool has_weight = weight.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
   const Kokkos::View<const float*, typename Y::memory_space> no_bias;
+  const bool vector_layout = detail::vector_norm_layout(x, y, weight, no_bias);
   detail::for_each_row("rooftop::rmsnorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
+#if defined(ROOFTOP_HAS_STREAM_VECTORS) && !defined(__CUDA_ARCH__)
+                         if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
+                           if (vector_layout) {
+                             const auto* const in = &x(r.row, 0);
+                             const float rrms = 1.0f / compat::sqrt(cpu::row_sum_squares(in, cols) * inv_cols + e);
+                             detail::norm_row_out(r, in, y, cols, 0.0f, rrms, weight, no_bias, r.next_row_of(x));
+                             return;
+                           }
+                         }
+#endif
                          const auto in = r.input(x, cols);
                          const float squares = r.reduce(
                              cols, 0.0f,
@@ -167,7 +212,6 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
                              },
                              detail::Plus{});
                          const float rrms = 1.0f / compat::sqrt(squares * inv_cols + e);
-                         if (detail::stream_norm_row(r, x, y, cols, 0.0f, rrms, weight, no_bias)) return;
                          if (has_weight) {
                            r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms * float(weight(c)); }, r.next_row_of(x));
                          } else {

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// The sums a norm row needs over contiguous fp32, bf16 or fp16 values with AVX-512, each value
+/// widened as it is loaded (cpu::load16): sixteen lanes in four independent registers (a
+/// multiply-add chain per register), the elements after the last whole block of 64 summed one
+/// by one, the partials then combined in a fixed order. kernels/norm.hpp's statistics on
+/// AVX-512 hosts: the portable fold read fp16 rows through a copy widened into scratch first
+/// (a pass more over each row) and kept two registers of partials.
+#pragma once
+
+#include "avx512_warnings.hpp"
+#include "convert.hpp"
+
+#include <cstdint>
+
+namespace rooftop::cpu {
+
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+ROOFTOP_AVX512_WARNINGS_OFF
+namespace detail {
+/// Folds acc[k] = f(k, acc[k], v) over x[0, n) in blocks of 64 (v: sixteen values, k: which of
+/// the four accumulators of sixteen lanes), then tail(c) for the elements after the last block;
+/// returns the four accumulators summed.
+template <class T, class F, class Tail>
+[[gnu::always_inline]] inline __m512 fold_row(const T* x, std::int64_t n, const F& f, const Tail& tail) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  std::int64_t c = 0;
+  for (; c + 64 <= n; c += 64)
+    for (int k = 0; k < 4; ++k) acc[k] = f(k, acc[k], load16(x + c + 16 * k));
+  for (; c < n; ++c) tail(c);
+  return _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+}
+}  // namespace detail
+
+/// The sum of x[0, n).
+template <class T>
+inline float row_sum(const T* x, std::int64_t n) {
+  float rest = 0.0f;
+  const __m512 s = detail::fold_row(
+      x, n, [](int, __m512 acc, __m512 v) { return _mm512_add_ps(acc, v); }, [&](std::int64_t c) { rest += float(x[c]); });
+  return _mm512_reduce_add_ps(s) + rest;
+}
+
+/// The sum of squares of x[0, n).
+template <class T>
+inline float row_sum_squares(const T* x, std::int64_t n) {
+  float rest = 0.0f;
+  const __m512 s = detail::fold_row(
+      x, n, [](int, __m512 acc, __m512 v) { return _mm512_fmadd_ps(v, v, acc); },
+      [&](std::int64_t c) {
+        const float v = float(x[c]);
+        rest += v * v;
+      });
+  return _mm512_reduce_add_ps(s) + rest;
+}
+
+/// The sums of d = x[c] - shift and of d^2 over x[0, n), into a and b.
+template <class T>
+inline void row_deviation_sums(const T* x, std::int64_t n, float shift, float& a, float& b) {
+  const __m512 s = _mm512_set1_ps(shift);
+  __m512 squares[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  float rest_a = 0.0f, rest_b = 0.0f;
+  const __m512 sums = detail::fold_row(
+      x, n,
+      [&](const int k, __m512 acc, __m512 v) {
+        const __m512 d = _mm512_sub_ps(v, s);
+        squares[k] = _mm512_fmadd_ps(d, d, squares[k]);
+        return _mm512_add_ps(acc, d);
+      },
+      [&](std::int64_t c) {
+        const float d = float(x[c]) - shift;
+        rest_a += d;
+        rest_b += d * d;
+      });
+  a = _mm512_reduce_add_ps(sums) + rest_a;
+  b = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(squares[0], squares[1]), _mm512_add_ps(squares[2], squares[3]))) + rest_b;
+}
+ROOFTOP_AVX512_WARNINGS_ON
+#endif
+
+}  // namespace rooftop::cpu
