@@ -77,15 +77,15 @@ struct ExpMinusMax {
 };
 
 #if defined(ROOFTOP_HAS_AVX512_SOFTMAX) && defined(ROOFTOP_HAS_STREAM_VECTORS)
-/// One row of softmax on an AVX-512 host whose floats are contiguous at `in` (an fp32 x in
-/// place, or a 2-byte row widened into the scratch row): the max and the exponentials in
+/// One row of softmax on an AVX-512 host whose values (fp32, bf16 or fp16) are contiguous at
+/// `in`, read in place: the max and the exponentials (into the scratch row) in
 /// vector code (backends/cpu/softmax_row.hpp: the same exponentials as ExpMinusMax, summed in
 /// another order), then the output. Large rows of whole lines are streamed from the
 /// exponentials directly, a line at a time (cpu::stream_vectors), prefetching the next row:
 /// through write()'s 256-byte L1 buffer fp32 rows ran at 36.5-38.6 GB/s against 42.4-43.1 this
 /// way (8192x4096, 2 threads, Zen 5 VM, scratch program, three alternations).
-template <class Row, class X, class Y>
-void softmax_row_avx512(const Row& r, const X& x, const Y& y, const float* in, std::int64_t cols) {
+template <class Row, class X, class Y, class T>
+void softmax_row_avx512(const Row& r, const X& x, const Y& y, const T* in, std::int64_t cols) {
   const float m = cpu::softmax_max(in, cols);
   float* const e = r.scratch;
   const float s = cpu::softmax_exp_sum(in, e, cols, (m == -std::numeric_limits<float>::infinity() ? 0.0f : m) * math::log2e);
@@ -106,20 +106,21 @@ template <class Row, class X, class Y>
 KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, std::int64_t cols) {
   using T = typename Y::value_type;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
-  // On the host, 2-byte rows are widened into the scratch row first (RowTeam::input); the
-  // exponentials then overwrite them in place. (bf16 too: 2 threads, Zen 5 VM, scratch
+#if defined(ROOFTOP_HAS_AVX512_SOFTMAX) && defined(ROOFTOP_HAS_STREAM_VECTORS)
+  // AVX-512 hosts: contiguous rows of any dtype read in place, each value widened as it is
+  // loaded. (2-byte rows were widened into the scratch row first, a pass more: 2 threads, Zen 5
+  // VM, scratch program, alternating, median GB/s: 32x32768 in cache bf16 29-30 -> 33-34, fp16
+  // 29-30.5 -> 32-34; 1024x32768 bf16 22.5-23.4 -> 24.7-25.2, fp16 21-22.6 -> 24; rows of 768
+  // and 4096 within noise, 0-8% up.)
+  if constexpr (!Row::gpu && cpu::streams_vectors<std::remove_const_t<typename X::value_type>>) {
+    if (cols == 1 || x.stride(1) == 1) return softmax_row_avx512(r, x, y, &x(r.row, 0), cols);
+  }
+#endif
+  // Elsewhere on the host, 2-byte rows are widened into the scratch row first (RowTeam::input);
+  // the exponentials then overwrite them in place. (bf16 too: 2 threads, Zen 5 VM, scratch
   // program, three alternations, GB/s: 2730x768 in cache 22.4-25.7 -> 29.7-30.4, 16384x4096
   // 25.3-26.9 -> 28.0-29.8.)
   const auto in = r.template input<true>(x, cols);
-#if defined(ROOFTOP_HAS_AVX512_SOFTMAX) && defined(ROOFTOP_HAS_STREAM_VECTORS)
-  if constexpr (!Row::gpu) {
-    if constexpr (std::is_same_v<decltype(in), const FloatRow>) {
-      return softmax_row_avx512(r, x, y, in.values, cols);
-    } else if constexpr (std::is_same_v<typename X::value_type, float>) {
-      if (cols == 1 || x.stride(1) == 1) return softmax_row_avx512(r, x, y, &x(r.row, 0), cols);
-    }
-  }
-#endif
   if constexpr (!Row::gpu || std::is_same_v<T, float>) {
     // The row max first, then e = exp(x - max) summed and kept (in the host's scratch row, or
     // in an fp32 y), then the output pass rescales e: one exp per entry.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
-/// The passes of a host softmax row over contiguous floats before its output, with AVX-512
+/// The passes of a host softmax row over contiguous fp32, bf16 or fp16 values (each widened as
+/// it is loaded) before its output, with AVX-512
 /// (kernels/softmax.hpp's softmax_row_avx512, which then writes e / sum through
 /// cpu::stream_vectors): the row max, then e = exp(x - max) kept in a scratch row and summed
 /// in registers. The exponential is exp_vectors.hpp's (the same values as math::exp2_in_range,
@@ -10,12 +11,14 @@
 
 #include "../../core/math.hpp"
 #include "avx512_warnings.hpp"
+#include "convert.hpp"
 #include "exp_vectors.hpp"
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
-#if defined(ROOFTOP_HAS_EXP_VECTORS)
+#if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_AVX512_CONVERT)
 #define ROOFTOP_HAS_AVX512_SOFTMAX 1
 #endif
 
@@ -30,39 +33,56 @@ namespace detail {
   const Exp2Parts e = exp2_parts(z);
   return _mm512_maskz_scalef_ps(in_range, e.p, e.n);
 }
+
+
+/// The first `count` (1 to 16) values of T at p as floats, zeros after: a masked load of fp32,
+/// 2-byte values widened one by one into a buffer (the tail of a row).
+template <class T>
+[[gnu::always_inline]] inline __m512 load_first(const T* p, std::int64_t count, __mmask16 mask) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm512_maskz_loadu_ps(mask, p);
+  } else {
+    alignas(64) float w[16] = {};
+    for (std::int64_t i = 0; i < count; ++i) w[i] = float(p[i]);
+    return _mm512_load_ps(w);
+  }
+}
 }  // namespace detail
 
-/// The largest of x[0, n), skipping NaN entries (as softmax's detail::Max does); -Inf for an
-/// empty or all -Inf row.
-inline float softmax_max(const float* x, std::int64_t n) {
+/// The largest of x[0, n) (fp32, bf16 or fp16, each value widened as it is loaded), skipping
+/// NaN entries (as softmax's detail::Max does); -Inf for an empty or all -Inf row.
+template <class T>
+inline float softmax_max(const T* x, std::int64_t n) {
   __m512 m[4];
   for (auto& v : m) v = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   std::int64_t c = 0;
   // vmaxps returns its second operand where either is NaN: the running max.
   for (; c + 64 <= n; c += 64)
-    for (int k = 0; k < 4; ++k) m[k] = _mm512_max_ps(_mm512_loadu_ps(x + c + 16 * k), m[k]);
+    for (int k = 0; k < 4; ++k) m[k] = _mm512_max_ps(load16(x + c + 16 * k), m[k]);
   for (; c < n; c += 16) {
     const auto mask = static_cast<__mmask16>(n - c >= 16 ? 0xffff : (1u << (n - c)) - 1);
-    m[0] = _mm512_mask_max_ps(m[0], mask, _mm512_maskz_loadu_ps(mask, x + c), m[0]);
+    m[0] = _mm512_mask_max_ps(m[0], mask, detail::load_first(x + c, n - c < 16 ? n - c : 16, mask), m[0]);
   }
   return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
 }
 
 /// e[c] = 2^(x[c] log2(e) - m_log2e) for c in [0, n) (softmax's detail::ExpMinusMax), returning
-/// their sum. e is 64-byte aligned.
-inline float softmax_exp_sum(const float* x, float* e, std::int64_t n, float m_log2e) {
+/// their sum; x fp32, bf16 or fp16 (widened as loaded), e 64-byte aligned.
+template <class T>
+inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float m_log2e) {
   const __m512 log2e = _mm512_set1_ps(math::log2e), minus_m = _mm512_set1_ps(-m_log2e);
   __m512 s[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   std::int64_t c = 0;
   for (; c + 32 <= n; c += 32)
     for (int k = 0; k < 2; ++k) {
-      const __m512 v = detail::exp2_or_zero(_mm512_fmadd_ps(_mm512_loadu_ps(x + c + 16 * k), log2e, minus_m));
+      const __m512 v = detail::exp2_or_zero(_mm512_fmadd_ps(load16(x + c + 16 * k), log2e, minus_m));
       _mm512_store_ps(e + c + 16 * k, v);
       s[k] = _mm512_add_ps(s[k], v);
     }
   for (; c < n; c += 16) {
     const auto mask = static_cast<__mmask16>(n - c >= 16 ? 0xffff : (1u << (n - c)) - 1);
-    const __m512 v = _mm512_maskz_mov_ps(mask, detail::exp2_or_zero(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, x + c), log2e, minus_m)));
+    const __m512 v = _mm512_maskz_mov_ps(
+        mask, detail::exp2_or_zero(_mm512_fmadd_ps(detail::load_first(x + c, n - c < 16 ? n - c : 16, mask), log2e, minus_m)));
     _mm512_mask_store_ps(e + c, mask, v);
     s[0] = _mm512_add_ps(s[0], v);
   }
