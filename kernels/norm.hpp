@@ -39,6 +39,14 @@ void require_norm_args(const char* op, const X& x, const Y& y, const W& w, const
   ROOFTOP_REQUIRE(eps >= 0, op, "eps is ", eps, ", expected >= 0");
 }
 
+/// Whether the rows of x and y and the parameters are contiguous, as the host vector code (below)
+/// reads and writes them through raw pointers.
+template <class X, class Y, class W, class B>
+bool vector_norm_layout(const X& x, const Y& y, const W& weight, const B& bias) {
+  return x.extent(1) > 0 && x.stride(1) == 1 && y.stride(1) == 1 && (weight.extent(0) == 0 || weight.stride(0) == 1) &&
+         (bias.extent(0) == 0 || bias.stride(0) == 1);
+}
+
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
 /// Whether a norm over X into Y with parameters W and B runs its rows in AVX-512 vector code on
 /// the host (RowTeam Row): fp32, bf16 or fp16 each.
@@ -46,14 +54,6 @@ template <class Row, class X, class Y, class W, class B>
 inline constexpr bool vector_norm_rows =
     !Row::gpu && cpu::streams_vectors<std::remove_const_t<typename X::value_type>> && cpu::streams_vectors<typename Y::value_type> &&
     cpu::streams_vectors<std::remove_const_t<typename W::value_type>> && cpu::streams_vectors<std::remove_const_t<typename B::value_type>>;
-
-/// Whether the rows of x and y and the parameters are contiguous, as the vector code reads and
-/// writes them through raw pointers.
-template <class X, class Y, class W, class B>
-bool vector_norm_layout(const X& x, const Y& y, const W& weight, const B& bias) {
-  return x.extent(1) > 0 && x.stride(1) == 1 && y.stride(1) == 1 && (weight.extent(0) == 0 || weight.stride(0) == 1) &&
-         (bias.extent(0) == 0 || bias.stride(0) == 1);
-}
 
 /// A norm's output row on an AVX-512 host from the row's contiguous values at `in`:
 /// y(row, c) = (in[c] - shift) * scale * w(c) + b(c) (w, b: weight and bias, each left out where
