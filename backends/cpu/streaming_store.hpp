@@ -252,7 +252,8 @@ inline void keep_last(T* carry, const T* end, std::int64_t n) {
 /// dropout's fp32 loop (blocks of 128 floats read in place, DropoutMask::apply_block): 2^25
 /// elements, 2 threads, Zen 5 VM, three alternations of binaries without and with it, 20-23 ->
 /// 71-82 GB/s (relu, streamed, 72-88 in the same runs); a scratch loop prefetching 16 KB ahead
-/// did no better than 4 KB.
+/// did no better than 4 KB. (That loop's loads are masked memory operands, which stall on the
+/// Zen 5 VM when they miss the cache; see kernels/dropout.hpp's DropoutMask::Lanes.)
 inline constexpr std::int64_t prefetch_distance = 4096;
 
 /// Prefetches, into L2, the lines of the `count` elements prefetch_distance bytes after p.
