@@ -6,7 +6,8 @@
 //   rooftop_vs_blas [n ...]          default: 2048; fp32 (SGEMM) and fp64 (DGEMM)
 //
 // Threads: rooftop uses the Kokkos OpenMP threads, BLAS its own (OPENBLAS_NUM_THREADS, default
-// all cores). Set OMP_WAIT_POLICY=passive so idle OpenMP threads do not spin while BLAS runs.
+// all the cores the process may run on when it loads). Set OMP_WAIT_POLICY=passive so idle
+// OpenMP threads do not spin while BLAS runs, and leave OMP_PROC_BIND unset (see main).
 #include "../core/backend.hpp"
 #include "../core/random.hpp"
 #include "../core/timer.hpp"
@@ -18,7 +19,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 using namespace rooftop;
 
@@ -67,6 +73,18 @@ void compare(int n, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // With OMP_PROC_BIND set, libgomp binds the main thread to one core as the program loads,
+  // before main, and OpenBLAS's pthreads build, initialised then too, sizes its thread pool by
+  // the cores it may run on: one. SGEMM then ran on one core (Zen 5 VM, 2 cores: 95-99 against
+  // 189-197 GFLOP/s unbound, rooftop 168-177 either way). Say so rather than print that ratio.
+#if defined(__linux__)
+  cpu_set_t allowed;
+  const bool bound = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && CPU_COUNT(&allowed) < static_cast<int>(std::thread::hardware_concurrency());
+  const int allowed_cores = bound ? CPU_COUNT(&allowed) : 0;
+#else
+  const bool bound = false;
+  const int allowed_cores = 0;
+#endif
   Kokkos::ScopeGuard kokkos(argc, argv);
   std::vector<int> sizes;
   for (int i = 1; i < argc; ++i)
@@ -74,6 +92,10 @@ int main(int argc, char** argv) {
   if (sizes.empty()) sizes = {2048};
   std::printf("rooftop gemm vs the system BLAS, %s backend, %d threads, best of alternating calls\n", backend_name,
               compat::concurrency(BackendExec()));
+  if (bound)
+    std::printf("warning: this process started bound to %d of %u cores (OMP_PROC_BIND?), so a BLAS that sizes its threads\n"
+                "  by that mask runs on fewer cores than rooftop: unset OMP_PROC_BIND and OMP_PLACES for a fair ratio\n",
+                allowed_cores, std::thread::hardware_concurrency());
   for (int n : sizes) {
     const int reps = n <= 1024 ? 20 : 7;
     compare<float>(n, reps);
