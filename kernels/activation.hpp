@@ -55,10 +55,10 @@ inline constexpr bool has_lanes = false;
 
 /// y(i) = f(x(i)) for contiguous rank-1 x and y of T on an AVX-512 host, sixteen lanes at a time
 /// in registers (F::lanes; map_lines), in 32 KB chunks, streamed where `stores` and the size
-/// say so; false, and nothing done, where a View is strided. 2^25 fp32 / 2^26 bf16 elements,
-/// 2 threads, Zen 5 VM, scratch program: gelu fp32 in L2 (2^20) 84 -> 98 GB/s (7.8 cycles per
-/// sixteen against 8.9 for GCC's vectorization of the portable form, one thread in L1);
-/// bf16, bound by the same arithmetic plus its conversions, unchanged.
+/// say so; false, and nothing done, where a View is strided. Against map_inputs' path (GCC's
+/// vectorization of the portable functions), one process alternating, 2 threads, Zen 5 VM,
+/// median GB/s: gelu bf16 2^26 22 -> 31, silu bf16 26 -> 35, gelu fp32 2^18 (in L2) 70-72 ->
+/// 75-76, 2^25 36 -> 37 (memory); one thread in L1, 7.8 against 8.9 cycles per sixteen fp32.
 template <Stores stores, class Exec, class X, class Y, class F>
 bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, const F& f) {
   using T = typename Y::value_type;
@@ -195,7 +195,7 @@ struct Relu {
 struct GeluTanh {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_tanh(v); }
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
-  static __m512 lanes(__m512 v) { return cpu::gelu_tanh(v); }
+  [[gnu::always_inline]] static __m512 lanes(__m512 v) { return cpu::gelu_tanh(v); }
 #endif
 };
 struct GeluErf {
@@ -214,7 +214,7 @@ void with_gelu(Gelu form, const F& f) {
 struct Silu {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::silu(v); }
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
-  static __m512 lanes(__m512 v) { return cpu::silu(v); }
+  [[gnu::always_inline]] static __m512 lanes(__m512 v) { return cpu::silu(v); }
 #endif
 };
 #if defined(ROOFTOP_HAS_EXP_VECTORS)

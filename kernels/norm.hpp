@@ -102,7 +102,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
-  const bool vector_layout = detail::vector_norm_layout(x, y, weight, bias);
+  [[maybe_unused]] const bool vector_layout = detail::vector_norm_layout(x, y, weight, bias);
   detail::for_each_row("rooftop::layernorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
                          // mean and 1 / sqrt(var + eps) from the sum over the row (mean0) and
@@ -190,7 +190,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
   const bool has_weight = weight.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
   const Kokkos::View<const float*, typename Y::memory_space> no_bias;
-  const bool vector_layout = detail::vector_norm_layout(x, y, weight, no_bias);
+  [[maybe_unused]] const bool vector_layout = detail::vector_norm_layout(x, y, weight, no_bias);
   detail::for_each_row("rooftop::rmsnorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
 #if defined(ROOFTOP_HAS_STREAM_VECTORS) && !defined(__CUDA_ARCH__)

@@ -34,7 +34,6 @@ namespace detail {
   return _mm512_maskz_scalef_ps(in_range, e.p, e.n);
 }
 
-
 /// The first `count` (1 to 16) values of T at p as floats, zeros after: a masked load of fp32,
 /// 2-byte values widened one by one into a buffer (the tail of a row).
 template <class T>
