@@ -47,13 +47,18 @@ bool vector_norm_layout(const X& x, const Y& y, const W& weight, const B& bias) 
          (bias.extent(0) == 0 || bias.stride(0) == 1);
 }
 
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
 /// Whether a norm over X into Y with parameters W and B runs its rows in AVX-512 vector code on
-/// the host (RowTeam Row): fp32, bf16 or fp16 each.
+/// the host (RowTeam Row): fp32, bf16 or fp16 each, on AVX-512 hosts.
 template <class Row, class X, class Y, class W, class B>
 inline constexpr bool vector_norm_rows =
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
     !Row::gpu && cpu::streams_vectors<std::remove_const_t<typename X::value_type>> && cpu::streams_vectors<typename Y::value_type> &&
     cpu::streams_vectors<std::remove_const_t<typename W::value_type>> && cpu::streams_vectors<std::remove_const_t<typename B::value_type>>;
+#else
+    false;
+#endif
+
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
 
 /// A norm's output row on an AVX-512 host from the row's contiguous values at `in`:
 /// y(row, c) = (in[c] - shift) * scale * w(c) + b(c) (w, b: weight and bias, each left out where
@@ -102,7 +107,9 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
-  [[maybe_unused]] const bool vector_layout = detail::vector_norm_layout(x, y, weight, bias);
+  // Rows in the host vector code read x in place: no scratch row for them.
+  const bool vector_layout =
+      detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B> && detail::vector_norm_layout(x, y, weight, bias);
   detail::for_each_row("rooftop::layernorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
                          // mean and 1 / sqrt(var + eps) from the sum over the row (mean0) and
@@ -154,7 +161,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          else if (has_bias) write(one, bias_of);
                          else write(one, zero);
                        },
-                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y, detail::input_scratch_floats<Exec, X>(cols),
+                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y, vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols),
                                                                            detail::light_op_row_bytes<T>()));
 }
 template <class Exec, class X, class Y>
@@ -190,7 +197,8 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
   const bool has_weight = weight.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
   const Kokkos::View<const float*, typename Y::memory_space> no_bias;
-  [[maybe_unused]] const bool vector_layout = detail::vector_norm_layout(x, y, weight, no_bias);
+  const bool vector_layout =
+      detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)> && detail::vector_norm_layout(x, y, weight, no_bias);
   detail::for_each_row("rooftop::rmsnorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
 #if defined(ROOFTOP_HAS_STREAM_VECTORS) && !defined(__CUDA_ARCH__)
@@ -218,7 +226,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
                            r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms; }, r.next_row_of(x));
                          }
                        },
-                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y, detail::input_scratch_floats<Exec, X>(cols),
+                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y, vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols),
                                                                            detail::light_op_row_bytes<T>()));
 }
 template <class Exec, class X, class Y>
