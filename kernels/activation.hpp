@@ -249,6 +249,48 @@ template <class T>
 constexpr Cost bias_cost(std::int64_t rows, std::int64_t cols, double flops) {
   return {flops * rows * cols, bytes_of<T>(2.0 * rows * cols + cols)};
 }
+#if defined(ROOFTOP_HAS_STREAM_VECTORS) && defined(__AVX512BW__)
+ROOFTOP_AVX512_WARNINGS_OFF
+/// relu over n contiguous 2-byte values on an AVX-512 host, on their bits: a value whose sign
+/// bit is set and that is not NaN becomes +0, the others stay. The same values as
+/// T(Relu{}(float(v))), widening and narrowing being exact for them, without converting:
+/// 32 values per cache line of out, in 32 KB chunks, streamed where `streamed`. Against
+/// map_inputs' path (widened, compared, narrowed in blocks), one process, 2 threads, Zen 5 VM,
+/// 2^26 bf16, two alternations, median GB/s: 66-67 -> 79-83 (copy beside it: 81).
+template <class T, class Exec>
+void relu_bits(const Exec& exec, const T* in, T* out, std::int64_t n, bool streamed) {
+  static_assert(sizeof(T) == 2, "relu_bits: bf16 or fp16");
+  const __m512i magnitude = _mm512_set1_epi16(0x7fff);
+  const __m512i infinity = _mm512_set1_epi16(std::is_same_v<T, bf16> ? 0x7f80 : 0x7c00);
+  auto run = [&](auto streaming) {
+    for_each_chunk<T, decltype(streaming)::value>("rooftop::relu", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
+      const T* const x = in + lo;
+      T* const y = out + lo;
+      const std::int64_t m = hi - lo, head = elements_to_line(y, m);
+      std::int64_t j = 0;
+      for (; j < head; ++j) y[j] = T(Relu{}(float(x[j])));
+      for (; j + 32 <= m; j += 32) {
+        const __m512i v = _mm512_loadu_si512(x + j);
+        const __mmask32 keep =
+            ~_mm512_movepi16_mask(v) | _mm512_cmpgt_epu16_mask(_mm512_and_si512(v, magnitude), infinity);
+        const __m512i r = _mm512_maskz_mov_epi16(keep, v);
+        if constexpr (decltype(streaming)::value) {
+          _mm512_stream_si512(reinterpret_cast<__m512i*>(y + j), r);
+        } else {
+          _mm512_store_si512(y + j, r);
+        }
+      }
+      for (; j < m; ++j) y[j] = T(Relu{}(float(x[j])));
+    });
+  };
+  if (streamed) {
+    run(std::true_type{});
+  } else {
+    run(std::false_type{});
+  }
+}
+ROOFTOP_AVX512_WARNINGS_ON
+#endif
 }  // namespace detail
 
 // FLOPs per element counted by the cost models: the arithmetic of the formula, with exp, erf
@@ -260,6 +302,21 @@ constexpr Cost bias_cost(std::int64_t rows, std::int64_t cols, double flops) {
 /// y = max(x, 0) (NaN stays NaN). Throws rooftop::Error if the extents differ.
 template <class Exec, class X, class Y>
 void relu(const Exec& exec, const X& x, const Y& y) {
+#if defined(ROOFTOP_HAS_STREAM_VECTORS) && defined(__AVX512BW__)
+  using T = typename Y::value_type;
+  if constexpr (detail::on_host<Exec> && sizeof(T) == 2 && cpu::streams_vectors<T> &&
+                std::is_same_v<typename X::non_const_value_type, T>) {
+    mandate_input<Exec, X, 1>();
+    mandate_output<Exec, Y, 1>();
+    detail::require_same_shape("relu", "x", x, "y", y);
+    if (x.stride(0) == 1 && y.stride(0) == 1) {
+      const auto n = static_cast<std::int64_t>(y.extent(0));
+      detail::relu_bits(exec, x.data(), y.data(), n,
+                        detail::light_op_stores<T>() == detail::Stores::streamed_when_large && detail::streams<T>(n));
+      return;
+    }
+  }
+#endif
   detail::map_elements<detail::Work::light>("rooftop::relu", "relu", exec, x, y, detail::Relu{});
 }
 template <class X, class Y>

@@ -84,7 +84,7 @@ TEST_CASE("activations of special values: +-0, +-Inf, NaN, huge") {
   CHECK(s[8] == doctest::Approx(-88.0 / (1 + std::exp(88.0))).epsilon(1e-5));
 }
 
-TEST_CASE_TEMPLATE("gelu and silu equal core/math's scalar functions bit for bit, wherever an element falls (host vector lanes)",
+TEST_CASE_TEMPLATE("relu, gelu and silu equal the scalar functions bit for bit, wherever an element falls (host vector code)",
                    T, ROOFTOP_ML_DTYPES) {
   // Host kernels compute whole lines in vector registers and the elements around them one at a
   // time: every element, special values among them, must come out as the scalar function
@@ -92,7 +92,8 @@ TEST_CASE_TEMPLATE("gelu and silu equal core/math's scalar functions bit for bit
   // device code is compared with float64 above.)
   if constexpr (!detail::on_host<Exec>) return;
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> special = {0.0f, -0.0f, inf, -inf, nan, 1e30f, -1e30f, 88.0f, -88.0f, 200.0f, -200.0f, 60.0f, -60.0f};
+  const std::vector<float> special = {0.0f, -0.0f, inf, -inf, nan, std::copysign(nan, -1.0f), 1e30f, -1e30f, 88.0f, -88.0f,
+                                      200.0f, -200.0f, 60.0f, -60.0f};
   const std::int64_t n = 4096 + 77;
   auto x = test::random_vector<T>(n, -12, 12);
   {
@@ -119,9 +120,11 @@ TEST_CASE_TEMPLATE("gelu and silu equal core/math's scalar functions bit for bit
             REQUIRE(std::isnan(hy[i]));
           } else {
             REQUIRE(hy[i] == want);
+            REQUIRE(std::signbit(hy[i]) == std::signbit(want));  // relu(-0) = +0
           }
         }
       };
+      check([](auto a, auto b) { rooftop::relu(Exec(), a, b); }, [](float v) { return v > 0.0f || v != v ? v : 0.0f; });
       check([](auto a, auto b) { rooftop::gelu(Exec(), a, b); }, [](float v) { return math::gelu_tanh(v); });
       check([](auto a, auto b) { rooftop::silu(Exec(), a, b); }, [](float v) { return math::silu(v); });
     }
