@@ -355,8 +355,7 @@ template <bool streamed, class T, class Vector, class One>
     } else if constexpr (streamed) {
       cpu::stream_narrowed_line(out + j, vector(j), vector(j + 16));
     } else {
-      cpu::store16(out + j, vector(j));
-      cpu::store16(out + j + 16, vector(j + 16));
+      _mm512_store_si512(out + j, cpu::narrow32<T>(vector(j), vector(j + 16)));
     }
   }
   for (; j < n; ++j) out[j] = T(one(j));

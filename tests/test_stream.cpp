@@ -132,14 +132,18 @@ TEST_CASE_TEMPLATE("outputs may alias inputs; strided and misaligned Views work"
 TEST_CASE_TEMPLATE("scale of every bf16/fp16 bit pattern rounds exactly like the scalar conversion", T, bf16, fp16) {
   // Every bit pattern (NaN, Inf, subnormals, ties) times 1, 2^-12 and 2^12: the result must be
   // T(alpha * float(x)) bit for bit (NaN: any NaN), whichever way the host narrows (cpu::narrow:
-  // F16C blocks for fp16, with a scalar tail: n is not a multiple of 8).
+  // F16C blocks for fp16, with a scalar tail: n is not a multiple of 8; streamed: a line of 32
+  // at a time, cpu::narrow32, whose one-instruction bf16 form flushes subnormals).
   const std::int64_t n = 65536 + 5;
   auto x = test::Vector<T>("x", n);
   auto hx = Kokkos::create_mirror_view(x);
   for (std::int64_t i = 0; i < n; ++i) hx(i) = T::from_bits(static_cast<std::uint16_t>(i));
   Kokkos::deep_copy(x, hx);
+  for (const std::size_t threshold : test::store_thresholds)
   for (const double alpha : {1.0, 0x1p-12, 0x1p12}) {
+    CAPTURE(threshold);
     CAPTURE(alpha);
+    test::StreamingThreshold stores(threshold);
     auto y = test::poisoned_vector<T>(n);
     rooftop::scale(Exec(), alpha, x, y);
     auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);

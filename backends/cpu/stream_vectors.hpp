@@ -22,11 +22,10 @@ template <class T>
 inline constexpr bool streams_vectors = std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, fp16>;
 
 /// Streams the 64-byte line out (aligned) of a 2-byte T: the 32 floats of lo and hi narrowed
-/// as cpu::narrow does (narrow16).
+/// as cpu::narrow does (narrow32).
 template <class T>
 [[gnu::always_inline]] inline void stream_narrowed_line(T* out, __m512 lo, __m512 hi) {
-  const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(narrow16<T>(lo)), narrow16<T>(hi), 1);
-  _mm512_stream_si512(reinterpret_cast<__m512i*>(out), both);
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(out), narrow32<T>(lo, hi));
 }
 
 /// out[c, c + 16) = T(f(c)) (f returns an __m512 of fp32 values) for c = 0, 16, ..., n - 16,
