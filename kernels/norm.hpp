@@ -123,9 +123,20 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                          if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
                            if (vector_layout) {
                              const auto* const in = &x(r.row, 0);
-                             const float mean0 = inv_cols * cpu::row_sum(in, cols);
+                             // One pass over the row where it loses at most a bit: the sums of
+                             // the deviations from a shift, the mean of the first 16 values.
+                             // (dev2 - dev^2 / n) cancels about log2(dev2 / (n var)) bits, so
+                             // where the shift lies more than a standard deviation from the
+                             // mean (dev^2 / n > dev2 / 2) a second pass takes the deviations
+                             // from the mean, as the portable code below always does.
+                             const std::int64_t head = cols < 16 ? cols : 16;
+                             float mean0 = cpu::row_sum(in, head) / static_cast<float>(head);
                              float dev, dev2, mean, rstd;
                              cpu::row_deviation_sums(in, cols, mean0, dev, dev2);
+                             if (dev * dev * inv_cols > 0.5f * dev2) {
+                               mean0 += dev * inv_cols;
+                               cpu::row_deviation_sums(in, cols, mean0, dev, dev2);
+                             }
                              statistics(mean0, dev, dev2, mean, rstd);
                              detail::norm_row_out(r, in, y, cols, mean, rstd, weight, bias, r.next_row_of(x));
                              return;

@@ -81,6 +81,32 @@ TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight
   }
 }
 
+TEST_CASE_TEMPLATE("layernorm: rows with outliers at the start, in the middle and at the end", T, ROOFTOP_ML_DTYPES) {
+  // The host's vector rows take their statistics in one pass around a shift (the mean of the
+  // first 16 values) where that loses at most a bit, and in two passes otherwise: outliers
+  // among the first 16 values force the second pass, elsewhere the one pass holds.
+  const double eps = 1e-5;
+  for (const std::int64_t cols : {512, 4096 + 64, 32768}) {
+    CAPTURE(cols);
+    const std::int64_t rows = 6;
+    auto x = test::random_matrix<T>(rows, cols, -1, 1);
+    {
+      auto hx = Kokkos::create_mirror_view(x);
+      Kokkos::deep_copy(hx, x);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t at = r % 3 == 0 ? 0 : r % 3 == 1 ? cols / 2 : cols - 16;  // start, middle, end
+        for (std::int64_t c = at; c < at + 16; ++c) hx(r, c) = T(r < 3 ? 500.0f + float(c % 5) : -60.0f - float(c % 3));
+      }
+      Kokkos::deep_copy(x, hx);
+    }
+    auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+    const auto hx = host(x);
+    auto y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::layernorm(Exec(), x, y, eps, w, b);
+    check_norm<T>(normalize_rows(hx, cols, eps, false), cols, host(w), host(b), host(y));
+  }
+}
+
 TEST_CASE_TEMPLATE("constant rows (zero variance): layernorm gives the bias, rmsnorm 1", T, ROOFTOP_ML_DTYPES) {
   const std::int64_t rows = 3, cols = 4096 + 77;
   test::Matrix<T> x("x", rows, cols);
