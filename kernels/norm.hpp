@@ -100,16 +100,18 @@ template <class Exec, class X, class Y, class W, class B>
 void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight, const B& bias) {
   detail::require_norm_args<Exec>("layernorm", x, y, weight, "weight", eps);
   detail::require_norm_args<Exec>("layernorm", x, y, bias, "bias", eps);
+  // Rows in the host vector code read x and the parameters in place: no scratch row for them,
+  // and fp16 parameters are widened as loaded. Elsewhere fp16 parameters are widened into a
+  // copy first (the rows then convert nothing of them per element).
+  const bool vector_layout =
+      detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B> && detail::vector_norm_layout(x, y, weight, bias);
   if constexpr (detail::host_widens<Exec, typename W::value_type> || detail::host_widens<Exec, typename B::value_type>) {
-    return layernorm(exec, x, y, eps, detail::widened_copy(weight), detail::widened_copy(bias));
+    if (!vector_layout) return layernorm(exec, x, y, eps, detail::widened_copy(weight), detail::widened_copy(bias));
   }
   using T = typename Y::value_type;
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
-  // Rows in the host vector code read x in place: no scratch row for them.
-  const bool vector_layout =
-      detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B> && detail::vector_norm_layout(x, y, weight, bias);
   detail::for_each_row("rooftop::layernorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
                          // mean and 1 / sqrt(var + eps) from the sum over the row (mean0) and
@@ -200,16 +202,16 @@ constexpr Cost layernorm_cost(std::int64_t rows, std::int64_t cols) {
 template <class Exec, class X, class Y, class W>
 void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight) {
   detail::require_norm_args<Exec>("rmsnorm", x, y, weight, "weight", eps);
+  const Kokkos::View<const float*, typename Y::memory_space> no_bias;
+  const bool vector_layout =
+      detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)> && detail::vector_norm_layout(x, y, weight, no_bias);
   if constexpr (detail::host_widens<Exec, typename W::value_type>) {
-    return rmsnorm(exec, x, y, eps, detail::widened_copy(weight));
+    if (!vector_layout) return rmsnorm(exec, x, y, eps, detail::widened_copy(weight));  // see layernorm
   }
   using T = typename Y::value_type;
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
-  const Kokkos::View<const float*, typename Y::memory_space> no_bias;
-  const bool vector_layout =
-      detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)> && detail::vector_norm_layout(x, y, weight, no_bias);
   detail::for_each_row("rooftop::rmsnorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
 #if defined(ROOFTOP_HAS_STREAM_VECTORS) && !defined(__CUDA_ARCH__)
