@@ -332,33 +332,43 @@ void stream_lines(T* out, std::int64_t n, const F& f, const In*... in) {
 }
 
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
-/// out[j] for j in [0, n) on an AVX-512 host (T: fp32, bf16 or fp16) from code computing in
-/// registers: vector(j) returns the fp32 values of out[j, j + 16) as an __m512, one(j) the
-/// value of out[j]. Every whole cache line of out is written from vector (two calls for a line
-/// of 32 two-byte values, narrowed as cpu::narrow does), streamed where `streamed` (the caller
-/// fences) or stored plainly; the elements before out's first line boundary and after its last
-/// one come from one(j), stored plainly (see stream_values).
-template <bool streamed, class T, class Vector, class One>
-[[gnu::always_inline]] inline void map_lines(T* out, std::int64_t n, const Vector& vector, const One& one) {
-  static_assert(cpu::streams_vectors<T>, "map_lines: fp32, bf16 or fp16 outputs");
-  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+/// out[j] for j in [0, n) on an AVX-512 host, a cache line at a time: line(j) returns the bits
+/// of out[j, j + 64 / sizeof(T)) as an __m512i, one(j) the value of out[j]. Every whole line
+/// of out is written from line, streamed where `streamed` (the caller fences) or stored
+/// plainly; the elements before out's first line boundary and after its last one come from
+/// one(j), stored plainly (see stream_values).
+template <bool streamed, class T, class Line, class One>
+[[gnu::always_inline]] inline void map_whole_lines(T* out, std::int64_t n, const Line& line, const One& one) {
+  constexpr std::int64_t per_line = 64 / static_cast<std::int64_t>(sizeof(T));
   const std::int64_t head = elements_to_line(out, n);
   std::int64_t j = 0;
   for (; j < head; ++j) out[j] = T(one(j));
-  for (; j + line <= n; j += line) {
-    if constexpr (sizeof(T) == 4) {
-      if constexpr (streamed) {
-        _mm512_stream_ps(out + j, vector(j));
-      } else {
-        _mm512_store_ps(out + j, vector(j));
-      }
-    } else if constexpr (streamed) {
-      cpu::stream_narrowed_line(out + j, vector(j), vector(j + 16));
+  for (; j + per_line <= n; j += per_line) {
+    if constexpr (streamed) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(out + j), line(j));
     } else {
-      _mm512_store_si512(out + j, cpu::narrow32<T>(vector(j), vector(j + 16)));
+      _mm512_store_si512(out + j, line(j));
     }
   }
   for (; j < n; ++j) out[j] = T(one(j));
+}
+
+/// map_whole_lines from code computing in fp32 registers (T: fp32, bf16 or fp16): vector(j)
+/// returns the values of out[j, j + 16) as an __m512 (two calls for a line of 32 two-byte
+/// values, narrowed as cpu::narrow does).
+template <bool streamed, class T, class Vector, class One>
+[[gnu::always_inline]] inline void map_lines(T* out, std::int64_t n, const Vector& vector, const One& one) {
+  static_assert(cpu::streams_vectors<T>, "map_lines: fp32, bf16 or fp16 outputs");
+  map_whole_lines<streamed>(
+      out, n,
+      [&](const std::int64_t j) {
+        if constexpr (sizeof(T) == 4) {
+          return _mm512_castps_si512(vector(j));
+        } else {
+          return cpu::narrow32<T>(vector(j), vector(j + 16));
+        }
+      },
+      one);
 }
 #endif
 

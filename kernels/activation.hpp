@@ -254,9 +254,10 @@ ROOFTOP_AVX512_WARNINGS_OFF
 /// relu over n contiguous 2-byte values on an AVX-512 host, on their bits: a value whose sign
 /// bit is set and that is not NaN becomes +0, the others stay. The same values as
 /// T(Relu{}(float(v))), widening and narrowing being exact for them, without converting:
-/// 32 values per cache line of out, in 32 KB chunks, streamed where `streamed`. Against
-/// map_inputs' path (widened, compared, narrowed in blocks), one process, 2 threads, Zen 5 VM,
-/// 2^26 bf16, two alternations, median GB/s: 66-67 -> 79-83 (copy beside it: 81).
+/// 32 values per cache line of out (map_whole_lines), in 32 KB chunks, streamed where
+/// `streamed`. Against map_inputs' path (widened, compared, narrowed in blocks), one process,
+/// 2 threads, Zen 5 VM, 2^26 bf16, two alternations, median GB/s: 66-67 -> 79-83 (copy beside
+/// it: 81).
 template <class T, class Exec>
 void relu_bits(const Exec& exec, const T* in, T* out, std::int64_t n, bool streamed) {
   static_assert(sizeof(T) == 2, "relu_bits: bf16 or fp16");
@@ -265,22 +266,15 @@ void relu_bits(const Exec& exec, const T* in, T* out, std::int64_t n, bool strea
   auto run = [&](auto streaming) {
     for_each_chunk<T, decltype(streaming)::value>("rooftop::relu", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
       const T* const x = in + lo;
-      T* const y = out + lo;
-      const std::int64_t m = hi - lo, head = elements_to_line(y, m);
-      std::int64_t j = 0;
-      for (; j < head; ++j) y[j] = T(Relu{}(float(x[j])));
-      for (; j + 32 <= m; j += 32) {
-        const __m512i v = _mm512_loadu_si512(x + j);
-        const __mmask32 keep =
-            ~_mm512_movepi16_mask(v) | _mm512_cmpgt_epu16_mask(_mm512_and_si512(v, magnitude), infinity);
-        const __m512i r = _mm512_maskz_mov_epi16(keep, v);
-        if constexpr (decltype(streaming)::value) {
-          _mm512_stream_si512(reinterpret_cast<__m512i*>(y + j), r);
-        } else {
-          _mm512_store_si512(y + j, r);
-        }
-      }
-      for (; j < m; ++j) y[j] = T(Relu{}(float(x[j])));
+      map_whole_lines<decltype(streaming)::value>(
+          out + lo, hi - lo,
+          [&](const std::int64_t j) {
+            const __m512i v = _mm512_loadu_si512(x + j);
+            const __mmask32 keep =
+                ~_mm512_movepi16_mask(v) | _mm512_cmpgt_epu16_mask(_mm512_and_si512(v, magnitude), infinity);
+            return _mm512_maskz_mov_epi16(keep, v);
+          },
+          [&](const std::int64_t j) { return Relu{}(float(x[j])); });
     });
   };
   if (streamed) {
