@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -113,6 +114,15 @@ nlohmann::json core_limited_summary(const std::vector<Result>& results) {
   return out;
 }
 
+/// The first paragraph of an exception's message, trailing whitespace trimmed (Kokkos appends
+/// a note about tracebacks after a blank line).
+std::string first_paragraph(const char* what) {
+  std::string s(what);
+  s = s.substr(0, s.find("\n\n"));
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
 struct Options {
   std::string ops;  // empty: every op
   std::string dtypes = "fp64,fp32,bf16,fp16";
@@ -154,6 +164,12 @@ int run(Options opt) {
   std::vector<DType> dtypes;
   for (const auto& d : split(opt.dtypes)) dtypes.push_back(parse_dtype(d));
   std::filesystem::create_directories(opt.out);
+  {
+    // Checked now, not after a sweep of many minutes: the report must be writable.
+    const std::string probe = opt.out + "/.rooftop-write-test";
+    if (!std::ofstream(probe)) throw std::invalid_argument("cannot write to the output directory '" + opt.out + "' (--out)");
+    std::filesystem::remove(probe);
+  }
   const std::uint64_t seed = opt.seed ? opt.seed : std::random_device{}();
 
   const std::string pages = opt.pages == "huge" ? use_huge_pages_for_host_views()
@@ -209,6 +225,37 @@ int run(Options opt) {
 
   std::vector<Result> results(plan.size());
   std::vector<int> failed(plan.size(), 0);
+  // An instance that throws (its inputs cannot be allocated, a kernel rejects the shape) is
+  // reported with its error and left out of later rounds; the sweep goes on without it.
+  std::vector<std::string> errors(plan.size());
+  // The results of the instances that ran, under the ceilings as they stand.
+  auto completed = [&] {
+    std::vector<Result> done;
+    for (std::size_t k = 0; k < plan.size(); ++k)
+      if (errors[k].empty()) {
+        done.push_back(results[k]);
+        place_under_roof(done.back(), ceilings);
+      }
+    return done;
+  };
+  const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
+  // The report of the rounds done so far: written after every round, so that a long run
+  // stopped part way keeps what it measured.
+  auto write_report = [&](const std::vector<Result>& done, int rounds_done, const nlohmann::json& fusion,
+                          const nlohmann::json& core_limited) {
+    nlohmann::json report = to_json(sys, ceilings, done);
+    report["rounds"] = {{"completed", rounds_done}, {"planned", opt.rounds}};
+    if (!fusion.empty()) report["fusion"] = fusion;
+    if (!core_limited.empty()) report["core_limited"] = core_limited;
+    nlohmann::json errored = nlohmann::json::array();
+    for (std::size_t k = 0; k < plan.size(); ++k)
+      if (!errors[k].empty())
+        errored.push_back({{"op", plan[k].spec->name}, {"dtype", dtype_name(plan[k].dtype)}, {"shape", plan[k].shape}, {"error", errors[k]}});
+    if (!errored.empty()) report["errors"] = errored;
+    write_file(json_path, report.dump(2) + "\n");
+    write_file(csv_path, to_csv(done));
+    write_file(svg_path, to_svg(sys, ceilings, done));
+  };
   // Best-of-many, like STREAM, and spread over rounds: on a shared machine the bandwidth
   // drifts by tens of percent over seconds, so the samples of each op are taken in several
   // windows minutes apart (fresh inputs each round), a ceiling kernel runs after each of the
@@ -220,28 +267,36 @@ int run(Options opt) {
     std::printf("Round %d of %d\n", round + 1, opt.rounds);
     print_header();
     for (std::size_t k = 0; k < plan.size(); ++k) {
+      if (!errors[k].empty()) continue;
       const Planned& p = plan[k];
-      OpInstance inst = p.spec->make(exec, p.dtype, p.shape, seed + round * plan.size() + k);
-      Result r;
-      r.op = p.spec->name;
-      r.dtype = p.dtype;
-      r.shape = inst.shape;
-      r.cost = inst.cost;
-      r.paired_bandwidth_gbs = round > 0 ? results[k].paired_bandwidth_gbs : 0;
-      r.timing = bandwidth.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps, min_seconds,
-                                            r.paired_bandwidth_gbs);
-      r.verify_error = inst.verify();  // after timing: checks the output the timed runs left
-      failed[k] |= !r.verify_error.empty();
-      if (round > 0) {
-        r.timing = merge(results[k].timing, r.timing);
-        if (r.verify_error.empty()) r.verify_error = results[k].verify_error;
-      }
-      r.verified = !failed[k];
-      place_under_roof(r, ceilings);
-      results[k] = r;
       char tag[48];
       std::snprintf(tag, sizeof tag, "[%zu/%zu]", k + 1, plan.size());
-      print_row(tag, r);
+      try {
+        OpInstance inst = p.spec->make(exec, p.dtype, p.shape, seed + round * plan.size() + k);
+        Result r;
+        r.op = p.spec->name;
+        r.dtype = p.dtype;
+        r.shape = inst.shape;
+        r.cost = inst.cost;
+        r.paired_bandwidth_gbs = round > 0 ? results[k].paired_bandwidth_gbs : 0;
+        r.timing = bandwidth.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps,
+                                              min_seconds, r.paired_bandwidth_gbs);
+        r.verify_error = inst.verify();  // after timing: checks the output the timed runs left
+        failed[k] |= !r.verify_error.empty();
+        if (round > 0) {
+          r.timing = merge(results[k].timing, r.timing);
+          if (r.verify_error.empty()) r.verify_error = results[k].verify_error;
+        }
+        r.verified = !failed[k];
+        place_under_roof(r, ceilings);
+        results[k] = r;
+        print_row(tag, r);
+      } catch (const std::exception& e) {
+        errors[k] = first_paragraph(e.what());
+        std::printf("%-9s %-15s %4s/%-13s FAILED: %s\n", tag, p.spec->name.c_str(), dtype_name(p.dtype),
+                    shape_string(p.shape).c_str(), errors[k].c_str());
+        std::fflush(stdout);
+      }
     }
     std::printf("\nMeasuring ceilings again after round %d...\n", round + 1);
     bandwidth.measure(ceilings, opt.quick, progress);
@@ -249,33 +304,36 @@ int run(Options opt) {
     print_bandwidth("(best so far)");
     std::printf("Compute ceilings (best so far): FP32 %.1f GFLOP/s, FP64 %.1f GFLOP/s\n", ceilings.peak_gflops_fp32,
                 ceilings.peak_gflops_fp64);
+    if (round + 1 < opt.rounds) {
+      try {
+        write_report(completed(), round + 1, nlohmann::json::array(), nlohmann::json::array());
+        std::printf("Wrote the report of round %d of %d to %s\n", round + 1, opt.rounds, opt.out.c_str());
+      } catch (const std::exception& e) {  // the run goes on; the final report is tried again
+        std::printf("warning: could not write the report of round %d: %s\n", round + 1, first_paragraph(e.what()).c_str());
+      }
+    }
     std::printf("\n");
   }
 
-  for (Result& r : results) place_under_roof(r, ceilings);
+  const std::vector<Result> done = completed();
   if (opt.rounds > 1) {
     std::printf("Best of %d rounds, under the best ceilings:\n", opt.rounds);
     print_header();
-    for (const Result& r : results) print_row("", r);
+    for (const Result& r : done) print_row("", r);
   }
   std::printf("(bandwidth ceilings: best of the measurements around each round and of %d ceiling-kernel runs\n"
               " interleaved with the ops' timed runs)\n",
               bandwidth.samples());
-  report_roof_violations(results);
-  const nlohmann::json fusion = fusion_summary(results);
-  const nlohmann::json core_limited = core_limited_summary(results);
-  const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
-
-  const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
-  nlohmann::json report = to_json(sys, ceilings, results);
-  if (!fusion.empty()) report["fusion"] = fusion;
-  if (!core_limited.empty()) report["core_limited"] = core_limited;
-  write_file(json_path, report.dump(2) + "\n");
-  write_file(csv_path, to_csv(results));
-  write_file(svg_path, to_svg(sys, ceilings, results));
+  report_roof_violations(done);
+  const nlohmann::json fusion = fusion_summary(done);
+  const nlohmann::json core_limited = core_limited_summary(done);
+  write_report(done, opt.rounds, fusion, core_limited);
   std::printf("\nWrote %s, %s and %s\n", json_path.c_str(), csv_path.c_str(), svg_path.c_str());
-  if (failures) {
-    std::printf("%d result(s) FAILED verification\n", failures);
+  const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
+  const int errored = static_cast<int>(plan.size() - done.size());
+  if (failures || errored) {
+    if (failures) std::printf("%d result(s) FAILED verification\n", failures);
+    if (errored) std::printf("%d op instance(s) FAILED to run (listed under \"errors\" in the report)\n", errored);
     return 1;
   }
   std::printf("All %zu results verified.\n", results.size());
@@ -292,9 +350,20 @@ int main(int argc, char** argv) {
   app.add_option("--ops", opt.ops, "Comma-separated ops to run (default: all of " + op_list + ")");
   app.add_option("--dtypes", opt.dtypes, "Comma-separated dtypes: fp64,fp32,bf16,fp16")->capture_default_str();
   app.add_option("--out", opt.out, "Directory for report.json, report.csv and roofline.svg")->capture_default_str();
-  app.add_option("--sizes", opt.sizes, "Element counts to run instead of the working-set sweep")->delimiter(',');
+  const CLI::Validator positive(
+      [](std::string& v) -> std::string {
+        try {
+          std::size_t used = 0;
+          if (std::stoll(v, &used) > 0 && used == v.size()) return "";
+        } catch (const std::exception&) {
+        }
+        return "expected a positive whole number, got '" + v + "'";
+      },
+      "POSITIVE");
+  app.add_option("--sizes", opt.sizes, "Element counts to run instead of the working-set sweep")->delimiter(',')->check(positive);
   app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)");
-  app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 2, 1 with --quick)");
+  app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 2, 1 with --quick)")
+      ->check(positive);
   app.add_flag("--quick", opt.quick, "One size beyond the last-level cache, fewer repetitions");
   app.add_option("--pages", opt.pages,
                  "Host arrays in transparent huge pages where Linux offers them (huge), or in the system's default pages (system)")
