@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -87,8 +88,18 @@ int main(int argc, char** argv) {
 #endif
   Kokkos::ScopeGuard kokkos(argc, argv);
   std::vector<int> sizes;
-  for (int i = 1; i < argc; ++i)
-    if (argv[i][0] != '-') sizes.push_back(std::atoi(argv[i]));
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--kokkos", 0) == 0) continue;  // Kokkos's own
+    char* end = nullptr;
+    const long n = std::strtol(arg.c_str(), &end, 10);
+    if (arg.empty() || *end != '\0' || n <= 0 || n > 65536) {
+      std::fprintf(stderr, "rooftop_vs_blas: '%s' is not a matrix size (a whole number from 1 to 65536)\nusage: rooftop_vs_blas [n ...]\n",
+                   arg.c_str());
+      return 2;
+    }
+    sizes.push_back(static_cast<int>(n));
+  }
   if (sizes.empty()) sizes = {2048};
   std::printf("rooftop gemm vs the system BLAS, %s backend, %d threads, best of alternating calls\n", backend_name,
               compat::concurrency(BackendExec()));
