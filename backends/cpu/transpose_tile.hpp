@@ -188,7 +188,36 @@ template <class T>
       _mm512_stream_pd(d + (4 + h) * dst_stride, _mm512_shuffle_f64x2(u0, v0, 0xdd));
       _mm512_stream_pd(d + (6 + h) * dst_stride, _mm512_shuffle_f64x2(u1, v1, 0xdd));
     }
-  } else if constexpr (sizeof(T) == 2) {  // 32 x 32: four 16 x 16 tiles, a column of the top one and of the bottom one per line
+  } else if constexpr (sizeof(T) == 2) {  // 32 x 32
+#if defined(__AVX512BW__)
+    // Each group of 8 rows transposed 8 x 8 within each 128-bit lane (the lane holds 8
+    // columns); then for each k the four groups' registers k, whose lane L holds column 8L + k
+    // of the group's rows, regrouped by a 4 x 4 transpose of 128-bit lanes into the columns
+    // k, 8 + k, 16 + k and 24 + k of all 32 rows. 160 512-bit shuffles per tile, against 288
+    // 256-bit ones as four AVX2 16 x 16 tiles.
+    auto lo16 = [](__m512i a, __m512i b) { return _mm512_unpacklo_epi16(a, b); };
+    auto hi16 = [](__m512i a, __m512i b) { return _mm512_unpackhi_epi16(a, b); };
+    auto lo32 = [](__m512i a, __m512i b) { return _mm512_unpacklo_epi32(a, b); };
+    auto hi32 = [](__m512i a, __m512i b) { return _mm512_unpackhi_epi32(a, b); };
+    auto lo64 = [](__m512i a, __m512i b) { return _mm512_unpacklo_epi64(a, b); };
+    auto hi64 = [](__m512i a, __m512i b) { return _mm512_unpackhi_epi64(a, b); };
+    __m512i g[4][8];
+    for (int h = 0; h < 4; ++h) {
+      __m512i r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm512_loadu_si512(src + (8 * h + i) * src_stride);
+      detail::transpose_8x8_epi16(r, g[h], lo16, hi16, lo32, hi32, lo64, hi64);
+    }
+    for (int k = 0; k < 8; ++k) {
+      const __m512i a = _mm512_shuffle_i32x4(g[0][k], g[1][k], 0x44), b = _mm512_shuffle_i32x4(g[2][k], g[3][k], 0x44);
+      const __m512i c = _mm512_shuffle_i32x4(g[0][k], g[1][k], 0xee), d = _mm512_shuffle_i32x4(g[2][k], g[3][k], 0xee);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + k * dst_stride), _mm512_shuffle_i32x4(a, b, 0x88));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (8 + k) * dst_stride), _mm512_shuffle_i32x4(a, b, 0xdd));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (16 + k) * dst_stride), _mm512_shuffle_i32x4(c, d, 0x88));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (24 + k) * dst_stride), _mm512_shuffle_i32x4(c, d, 0xdd));
+    }
+    return;
+#endif
+    // Without AVX-512BW: four 16 x 16 tiles, a column of the top one and of the bottom one per line.
     __m256i top[16], bottom[16];
     for (int h = 0; h < 2; ++h) {  // columns 16h..16h+15
       detail::transpose_16x16_epi16(src + 16 * h, src_stride, top);
