@@ -135,6 +135,18 @@ TEST_CASE_TEMPLATE("conversions inside a kernel match the host", T, rooftop::bf1
   }
 }
 
+TEST_CASE_TEMPLATE("one-value conversions on the host match the plain ones", T, rooftop::bf16, rooftop::fp16) {
+  // cpu::to_compute (vpinsrw for bf16, F16C for fp16 where compiled for them): every 2-byte
+  // pattern, through memory as spmv reads its values and x; NaN stays NaN.
+  std::vector<T> all(65536);
+  for (std::uint32_t h = 0; h < 65536; ++h) all[h] = T::from_bits(static_cast<std::uint16_t>(h));
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const float got = cpu::to_compute(all[h]), expected = float(all[h]);
+    if (std::isnan(expected)) REQUIRE(std::isnan(got));
+    else REQUIRE_MESSAGE(std::memcmp(&got, &expected, 4) == 0, "bits " << h);
+  }
+}
+
 TEST_CASE_TEMPLATE("block conversions on the host match element by element", T, rooftop::bf16, rooftop::fp16) {
   // cpu::widen and cpu::narrow (AVX-512, AVX2 / F16C where compiled for them, else the element loop):
   // every 2-byte pattern widened, and random floats over every magnitude plus the special
