@@ -5,8 +5,11 @@
 
 #include <rooftop/kernels/reduce.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
+#include <vector>
 
 using namespace rooftop;
 using test::Exec;
@@ -66,6 +69,52 @@ TEST_CASE_TEMPLATE("max: a NaN at every position of a short vector, infinities w
     auto y = test::random_vector<T>(n);
     Kokkos::deep_copy(Kokkos::subview(y, where), T(std::nanf("")));
     CHECK(std::isnan(rooftop::max(Exec(), y)));
+  }
+}
+
+TEST_CASE_TEMPLATE("max of two-byte values: every bit pattern, runs of negatives, negative NaN", T, rooftop::bf16, rooftop::fp16) {
+  // On AVX-512BW hosts bf16/fp16 max compares bits (cpu::max_of_bits): a signed max, an
+  // unsigned min for rows with no non-negative value, and NaN on either side of the sign.
+  std::mt19937_64 rng(test::next_seed());
+  std::vector<std::uint16_t> all(65536), negatives;
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    all[h] = static_cast<std::uint16_t>(h);
+    const float f = T::from_bits(static_cast<std::uint16_t>(h));
+    if (!std::isnan(f) && std::signbit(f)) negatives.push_back(static_cast<std::uint16_t>(h));
+  }
+  auto max_of = [](const std::vector<std::uint16_t>& bits, std::size_t count) {
+    test::Vector<T> x("x", static_cast<std::int64_t>(count));
+    auto hx = Kokkos::create_mirror_view(x);
+    for (std::size_t i = 0; i < count; ++i) hx(i) = T::from_bits(bits[i]);
+    Kokkos::deep_copy(x, hx);
+    return static_cast<double>(rooftop::max(Exec(), x));
+  };
+  auto reference = [](const std::vector<std::uint16_t>& bits, std::size_t count) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < count; ++i) {
+      const double v = static_cast<float>(T::from_bits(bits[i]));
+      if (std::isnan(v)) return v;
+      m = std::max(m, v);
+    }
+    return m;
+  };
+  std::shuffle(all.begin(), all.end(), rng);
+  CHECK(std::isnan(max_of(all, all.size())));
+  std::vector<std::uint16_t> numbers;
+  for (const std::uint16_t h : all)
+    if (!std::isnan(static_cast<float>(T::from_bits(h)))) numbers.push_back(h);
+  CHECK(max_of(numbers, numbers.size()) == std::numeric_limits<double>::infinity());
+  std::shuffle(negatives.begin(), negatives.end(), rng);
+  for (const std::size_t count : {std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33}, std::size_t{129}, std::size_t{5000},
+                                  negatives.size()}) {
+    CAPTURE(count);
+    CHECK(max_of(negatives, count) == reference(negatives, count));  // a negative (or -0)
+    auto with_nan = negatives;
+    with_nan[count / 2] = static_cast<std::uint16_t>(T(-std::numeric_limits<float>::infinity()).bits | 0x41);  // -NaN
+    CHECK(std::isnan(max_of(with_nan, count)));
+    auto with_positive = negatives;
+    with_positive[count - 1] = 0x0001;  // the least positive subnormal
+    CHECK(max_of(with_positive, count) == static_cast<double>(static_cast<float>(T::from_bits(0x0001))));
   }
 }
 

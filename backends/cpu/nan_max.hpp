@@ -100,4 +100,72 @@ T nan_max(const T* x, std::int64_t n) {
   return nan ? std::numeric_limits<T>::quiet_NaN() : m;
 }
 
+#if !defined(__CUDA_ARCH__) && defined(__AVX512BW__)
+#define ROOFTOP_HAS_BITS_MAX 1
+#endif
+
+/// Whether max_of_bits<T> is available: 2-byte types (bf16, fp16) on AVX-512BW hosts.
+template <class T>
+inline constexpr bool has_bits_max =
+#if defined(ROOFTOP_HAS_BITS_MAX)
+    sizeof(T) == 2;
+#else
+    false;
+#endif
+
+#if defined(ROOFTOP_HAS_BITS_MAX)
+/// max of x[0, n) for a 2-byte sign-magnitude float T (bf16, fp16) whose exponent field is all
+/// ones at `inf_bits` (0x7f80, 0x7c00), as float: NaN (quiet) if any element is NaN, -Inf if n
+/// = 0. Compared on the bits, 32 per instruction, nothing widened: read as int16, the
+/// non-negative values order as their values and are above every negative one, so the largest
+/// signed is the max wherever one is non-negative; otherwise the max is the negative of least
+/// magnitude, the smallest unsigned. NaN is a largest signed above +Inf or a largest unsigned
+/// above -Inf. Three running values per vector (vpmaxsw, vpminuw, vpmaxuw), four vectors at
+/// a time; the tail masked. (+0 beats -0 here; the fold's order decides that elsewhere.)
+template <class T>
+float max_of_bits(const T* x, std::int64_t n, std::uint16_t inf_bits) {
+  static_assert(sizeof(T) == 2, "max_of_bits: a 2-byte type");
+  if (n == 0) return -std::numeric_limits<float>::infinity();
+  const __m512i lowest_signed = _mm512_set1_epi16(static_cast<short>(0x8000)), ones = _mm512_set1_epi16(-1);
+  __m512i smax[4], umin[4], umax[4];
+  for (int k = 0; k < 4; ++k) {
+    smax[k] = lowest_signed;
+    umin[k] = ones;
+    umax[k] = _mm512_setzero_si512();
+  }
+  std::int64_t i = 0;
+  for (; i + 128 <= n; i += 128)
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(x + i + 32 * k);
+      smax[k] = _mm512_max_epi16(smax[k], v);
+      umin[k] = _mm512_min_epu16(umin[k], v);
+      umax[k] = _mm512_max_epu16(umax[k], v);
+    }
+  for (; i < n; i += 32) {
+    const auto mask = static_cast<__mmask32>(n - i >= 32 ? 0xffffffffu : (1u << (n - i)) - 1);
+    const __m512i v = _mm512_maskz_loadu_epi16(mask, x + i);
+    smax[0] = _mm512_mask_max_epi16(smax[0], mask, smax[0], v);
+    umin[0] = _mm512_mask_min_epu16(umin[0], mask, umin[0], v);
+    umax[0] = _mm512_mask_max_epu16(umax[0], mask, umax[0], v);
+  }
+  const __m512i s = _mm512_max_epi16(_mm512_max_epi16(smax[0], smax[1]), _mm512_max_epi16(smax[2], smax[3]));
+  const __m512i lo = _mm512_min_epu16(_mm512_min_epu16(umin[0], umin[1]), _mm512_min_epu16(umin[2], umin[3]));
+  const __m512i hi = _mm512_max_epu16(_mm512_max_epu16(umax[0], umax[1]), _mm512_max_epu16(umax[2], umax[3]));
+  alignas(64) std::int16_t sv[32];
+  alignas(64) std::uint16_t lov[32], hiv[32];
+  _mm512_store_si512(sv, s);
+  _mm512_store_si512(lov, lo);
+  _mm512_store_si512(hiv, hi);
+  std::int16_t top = sv[0];
+  std::uint16_t least = lov[0], most = hiv[0];
+  for (int k = 1; k < 32; ++k) {
+    top = sv[k] > top ? sv[k] : top;
+    least = lov[k] < least ? lov[k] : least;
+    most = hiv[k] > most ? hiv[k] : most;
+  }
+  if (top > static_cast<std::int16_t>(inf_bits) || most > (0x8000u | inf_bits)) return std::numeric_limits<float>::quiet_NaN();
+  return float(T::from_bits(top >= 0 ? static_cast<std::uint16_t>(top) : least));
+}
+#endif
+
 }  // namespace rooftop::cpu
