@@ -5,7 +5,8 @@
 /// multiply-add chain per register), the elements after the last whole block of 64 summed one
 /// by one, the partials then combined in a fixed order. kernels/norm.hpp's statistics on
 /// AVX-512 hosts: the portable fold read fp16 rows through a copy widened into scratch first
-/// (a pass more over each row) and kept two registers of partials.
+/// (a pass more over each row) and kept two registers of partials. Also the partials of
+/// reduce.hpp's sum of bf16/fp16 and nrm2 of fp16 (sum_partials, sum_square_partials).
 #pragma once
 
 #include "avx512_warnings.hpp"
@@ -74,6 +75,40 @@ inline void row_deviation_sums(const T* x, std::int64_t n, float shift, float& a
       });
   a = _mm512_reduce_add_ps(sums) + rest_a;
   b = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(squares[0], squares[1]), _mm512_add_ps(squares[2], squares[3]))) + rest_b;
+}
+/// The partials of reduce_inputs' fold (kernels/reduce.hpp's sum and nrm2) over x[0, n) of a
+/// 2-byte T, each value widened as it is loaded instead of through a widened copy in L1: part[k]
+/// receives elements k, k + lanes, k + 2 lanes, ... in turn, as detail::fold_lanes adds them
+/// (64 fp32 partials for the sum; 32 fp64 ones for the sum of squares, each square exact in
+/// fp64), so the result is bit for bit the portable fold's.
+template <class T>
+inline void sum_partials(const T* x, std::int64_t n, float (&part)[64]) {
+  static_assert(sizeof(T) == 2, "sum_partials: bf16 or fp16");
+  __m512 p[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  std::int64_t i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int k = 0; k < 4; ++k) p[k] = _mm512_add_ps(p[k], load16(x + i + 16 * k));
+  for (int k = 0; k < 4; ++k) _mm512_storeu_ps(part + 16 * k, p[k]);
+  for (int k = 0; i + k < n; ++k) part[k] += float(x[i + k]);
+}
+template <class T>
+inline void sum_square_partials(const T* x, std::int64_t n, double (&part)[32]) {
+  static_assert(sizeof(T) == 2, "sum_square_partials: bf16 or fp16");
+  __m512d p[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int h = 0; h < 2; ++h) {
+      const __m512 v = load16(x + i + 16 * h);
+      const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+      const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+      p[2 * h] = _mm512_fmadd_pd(lo, lo, p[2 * h]);
+      p[2 * h + 1] = _mm512_fmadd_pd(hi, hi, p[2 * h + 1]);
+    }
+  for (int k = 0; k < 4; ++k) _mm512_storeu_pd(part + 8 * k, p[k]);
+  for (int k = 0; i + k < n; ++k) {
+    const double v = float(x[i + k]);
+    part[k] += v * v;
+  }
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
