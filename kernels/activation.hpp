@@ -108,7 +108,7 @@ template <class G>
 inline constexpr bool has_stage<G, std::void_t<decltype(&G::stage)>> = true;
 
 /// Whether the row functor G (of map_rows_with_bias) computes sixteen columns at once on an
-/// AVX-512 host: G::row_lanes, with g.lanes() returning (v, c) -> the values of columns
+/// AVX-512 host: G::row_lanes, with g.lanes(cols) returning (v, c) -> the values of columns
 /// [c, c + 16) from the __m512 v of their sums x + bias, bit for bit g(v, c).
 template <class G, class = void>
 inline constexpr bool has_row_lanes = false;
@@ -157,7 +157,7 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
         if constexpr (lanes_of_rows) {
           const T* const in = &x(r.row, 0);
           const T* const b = bias.data();
-          const auto lanes = g.lanes();
+          const auto lanes = g.lanes(cols);
           map_lines<false>(
               &y(r.row, 0), cols, [&](const std::int64_t c) { return lanes(_mm512_add_ps(cpu::load16(in + c), cpu::load16(b + c)), c); },
               [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); });
@@ -235,7 +235,7 @@ struct Pointwise {
 #if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_STREAM_VECTORS)
   /// On an AVX-512 host where F has lanes: (v, c) -> F's sixteen values of v (see has_row_lanes).
   static constexpr bool row_lanes = has_lanes<F>;
-  auto lanes() const {
+  auto lanes(std::int64_t) const {
     return [](const __m512 v, std::int64_t) { return F::lanes(v); };
   }
 #endif

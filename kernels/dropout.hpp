@@ -124,15 +124,23 @@ struct DropoutMask {
         : key1(_mm512_set1_epi32(static_cast<int>(m.key1))), threshold(_mm512_set1_epi32(static_cast<int>(m.threshold32))),
           ones(_mm512_set1_epi32(-1)), c1(_mm512_set1_epi32(static_cast<int>(0x85ebca6bu))),
           c2(_mm512_set1_epi32(static_cast<int>(0xc2b2ae35u))), scale(_mm512_set1_ps(m.scale)), any(m.keep_any ? 0xffff : 0) {}
-    /// v scaled in the lanes whose counters' low words `low` (under the keys `key`) are kept, 0
-    /// in the others: fmix32 in lanes.
-    [[gnu::always_inline]] __m512 apply(__m512 v, __m512i low, __m512i key) const {
+    /// The lanes whose counters' low words `low` (under the keys `key`) are kept: fmix32 in
+    /// lanes.
+    [[gnu::always_inline]] __mmask16 kept(__m512i low, __m512i key) const {
       __m512i h = _mm512_xor_si512(low, key);
       h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), c1);
       h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 13)), c2);
       h = _mm512_xor_si512(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), key1);
-      const __mmask16 keep = _mm512_mask_cmpge_epu32_mask(any, h, threshold);
-      return _mm512_and_ps(_mm512_mul_ps(v, scale), _mm512_castsi512_ps(_mm512_maskz_mov_epi32(keep, ones)));
+      return _mm512_mask_cmpge_epu32_mask(any, h, threshold);
+    }
+    /// v scaled in the kept lanes, 0 in the others.
+    [[gnu::always_inline]] __m512 apply(__m512 v, __m512i low, __m512i key) const {
+      return _mm512_and_ps(_mm512_mul_ps(v, scale), _mm512_castsi512_ps(_mm512_maskz_mov_epi32(kept(low, key), ones)));
+    }
+    /// apply for a v computed in registers (not loaded): one masked multiply, which the AND
+    /// avoids only because a load folded into it stalls (above). The same values.
+    [[gnu::always_inline]] __m512 apply_computed(__m512 v, __m512i low, __m512i key) const {
+      return _mm512_maskz_mul_ps(kept(low, key), v, scale);
     }
     /// The low words low0 + j, ..., low0 + j + 15.
     [[gnu::always_inline]] static __m512i counters(std::uint32_t low0, std::int64_t j) {
@@ -196,15 +204,20 @@ struct GeluDropout {
     }
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
     /// On an AVX-512 host where G has lanes: (v, c) -> the sixteen values of columns
-    /// [c, c + 16), each a lane of v (the sum x + bias), bit for bit operator() (a lane's key
-    /// is the carried one where its low word has wrapped, as in keep).
+    /// [c, c + 16) of a row of `cols`, each a lane of v (the sum x + bias), bit for bit
+    /// operator() (a lane's key is the carried one where its low word has wrapped, as in keep;
+    /// rows whose low words do not wrap skip that choice). With the masked multiply of
+    /// apply_computed, bf16 4096 columns in L1, one thread: 10.3 -> 9.2 TSC cycles per sixteen.
     static constexpr bool row_lanes = has_lanes<G>;
-    auto lanes() const {
+    auto lanes(std::int64_t cols) const {
       return [d = DropoutMask::Lanes(mask), low0 = span.low0, key = _mm512_set1_epi32(static_cast<int>(span.key)),
-              carry = _mm512_set1_epi32(static_cast<int>(span.key_carry))](const __m512 v, const std::int64_t c) {
+              carry = _mm512_set1_epi32(static_cast<int>(span.key_carry)),
+              wraps = static_cast<std::uint64_t>(span.low0) + static_cast<std::uint64_t>(cols) > 0x100000000ull](
+                 const __m512 v, const std::int64_t c) {
         const __m512i low = DropoutMask::Lanes::counters(low0, c);
-        const __m512i k = _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(low, _mm512_set1_epi32(static_cast<int>(low0))), key, carry);
-        return d.apply(G::lanes(v), low, k);
+        const __m512i k =
+            wraps ? _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(low, _mm512_set1_epi32(static_cast<int>(low0))), key, carry) : key;
+        return d.apply_computed(G::lanes(v), low, k);
       };
     }
 #endif
