@@ -170,7 +170,16 @@ void dropout_lines(const DropoutMask& mask, const T* in, T* out, std::int64_t n,
     const T* const x = in + j0;
     const __m512i k = _mm512_set1_epi32(static_cast<int>(key));
     map_lines<true>(
-        out + j0, count, [&](const std::int64_t j) { return lanes.apply(cpu::load16(x + j), DropoutMask::Lanes::counters(low, j), k); },
+        out + j0, count,
+        [&](const std::int64_t j) {
+          // 2-byte values are widened in registers before the multiply, so no load folds into
+          // it: one masked multiply (bf16 in L1, one thread: 3.9 -> 3.4 TSC cycles per sixteen).
+          if constexpr (sizeof(T) == 2) {
+            return lanes.apply_computed(cpu::load16(x + j), DropoutMask::Lanes::counters(low, j), k);
+          } else {
+            return lanes.apply(cpu::load16(x + j), DropoutMask::Lanes::counters(low, j), k);
+          }
+        },
         [&](const std::int64_t j) {
           return math::select(mask.keeps(low + static_cast<std::uint32_t>(j), key), float(x[j]) * mask.scale, 0.0f);
         });
