@@ -226,8 +226,8 @@ inline void stream_joined_line(T* at, const T* carry, std::int64_t w, const T* n
 template <class T>
 inline void keep_last(T* carry, const T* end, std::int64_t n) {
   static_assert(64 % sizeof(T) == 0, "keep_last: elements must tile a cache line");
-  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
 #if defined(__AVX512F__) && defined(ROOFTOP_HAS_STREAMING_STORES)
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8 || (sizeof(T) == 2 && has_avx512bw)) {
     const __m512i v = _mm512_loadu_si512(end - line);
     __m512i kept = v;
