@@ -330,10 +330,10 @@ int run(Options opt) {
   write_report(done, opt.rounds, fusion, core_limited);
   std::printf("\nWrote %s, %s and %s\n", json_path.c_str(), csv_path.c_str(), svg_path.c_str());
   const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
-  const int errored = static_cast<int>(plan.size() - done.size());
-  if (failures || errored) {
+  const int unrun = static_cast<int>(plan.size() - done.size());
+  if (failures || unrun) {
     if (failures) std::printf("%d result(s) FAILED verification\n", failures);
-    if (errored) std::printf("%d op instance(s) FAILED to run (listed under \"errors\" in the report)\n", errored);
+    if (unrun) std::printf("%d op instance(s) FAILED to run (listed under \"errors\" in the report)\n", unrun);
     return 1;
   }
   std::printf("All %zu results verified.\n", results.size());

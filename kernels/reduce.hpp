@@ -19,6 +19,24 @@
 
 namespace rooftop {
 
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+namespace detail {
+/// The sum of the contiguous host View x's work-item blocks as reduce_inputs folds them (the
+/// same blocks, partials and combining order, so the same result), with partials(p, n, part)
+/// filling the block's ReductionShape lanes partials of Acc in registers (backends/cpu/row_sums.hpp).
+template <class Acc, class Exec, class X, class Partials>
+Acc sum_of_partials(const char* label, const Exec& exec, const X& x, const Partials& partials) {
+  const auto* const data = x.data();
+  return reduce_blocks(label, exec, static_cast<std::int64_t>(x.extent(0)), Acc(0), Plus{},
+                       [=](const std::int64_t begin, const std::int64_t end) {
+                         Acc part[ReductionShape<Exec, Acc>::lanes];
+                         partials(data + begin, end - begin, part);
+                         return combine_lanes(part, Plus{});
+                       });
+}
+}  // namespace detail
+#endif
+
 // ---- sum -------------------------------------------------------------------------------------
 
 /// sum_i x_i, accumulated in compute_t (fp32 for fp32/bf16/fp16, fp64 for fp64); 0 if empty.
@@ -33,16 +51,10 @@ compute_t<typename X::value_type> sum(const Exec& exec, const X& x) {
   // bf16 95 -> 105, 46-48 -> 54.
   using T = typename X::non_const_value_type;
   if constexpr (detail::on_host<Exec> && sizeof(T) == 2) {
-    static_assert(detail::ReductionShape<Exec, float>::lanes == 64, "sum: cpu::sum_partials folds 64 partials");
-    if (x.stride(0) == 1) {
-      const T* const data = x.data();
-      return detail::reduce_blocks("rooftop::sum", exec, static_cast<std::int64_t>(x.extent(0)), 0.0f, detail::Plus{},
-                                   [=](const std::int64_t begin, const std::int64_t end) {
-                                     float part[64];
-                                     cpu::sum_partials(data + begin, end - begin, part);
-                                     return detail::combine_lanes(part, detail::Plus{});
-                                   });
-    }
+    if (x.stride(0) == 1)
+      return detail::sum_of_partials<float>("rooftop::sum", exec, x, [](const T* p, std::int64_t n, auto& part) {
+        cpu::sum_partials(p, n, part);
+      });
   }
 #endif
   return detail::reduce_inputs(
@@ -74,7 +86,7 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
   }
   using T = typename X::non_const_value_type;
 #if defined(ROOFTOP_HAS_BITS_MAX)
-  if constexpr (detail::on_host<Exec> && cpu::has_bits_max<T>) {
+  if constexpr (detail::on_host<Exec> && sizeof(T) == 2) {
     // Contiguous bf16/fp16 on an AVX-512BW host: each work item's block compared on its bits
     // (cpu::max_of_bits), nothing widened. Against the widened blocks below, 2 threads, Zen 5
     // VM, scratch program, two alternations, median GB/s: bf16 2^22 (in cache) 43 -> 82-99;
@@ -135,17 +147,9 @@ compute_t<typename X::value_type> nrm2(const Exec& exec, const X& x) {
   // (GCC vectorizes its conversion): 2^27 52 against 49-50 this way, 56 against 59-60 in cache.
   using T = typename X::non_const_value_type;
   if constexpr (detail::on_host<Exec> && std::is_same_v<T, fp16>) {
-    static_assert(detail::ReductionShape<Exec, double>::lanes == 32, "nrm2: cpu::sum_square_partials folds 32 partials");
-    if (x.stride(0) == 1) {
-      const T* const data = x.data();
-      const double squares = detail::reduce_blocks("rooftop::nrm2", exec, static_cast<std::int64_t>(x.extent(0)), 0.0,
-                                                   detail::Plus{}, [=](const std::int64_t begin, const std::int64_t end) {
-                                                     double part[32];
-                                                     cpu::sum_square_partials(data + begin, end - begin, part);
-                                                     return detail::combine_lanes(part, detail::Plus{});
-                                                   });
-      return static_cast<C>(std::sqrt(squares));
-    }
+    if (x.stride(0) == 1)
+      return static_cast<C>(std::sqrt(detail::sum_of_partials<double>(
+          "rooftop::nrm2", exec, x, [](const T* p, std::int64_t n, auto& part) { cpu::sum_square_partials(p, n, part); })));
   }
 #endif
   const double sum_squares = detail::reduce_inputs(

@@ -104,15 +104,6 @@ T nan_max(const T* x, std::int64_t n) {
 #define ROOFTOP_HAS_BITS_MAX 1
 #endif
 
-/// Whether max_of_bits<T> is available: 2-byte types (bf16, fp16) on AVX-512BW hosts.
-template <class T>
-inline constexpr bool has_bits_max =
-#if defined(ROOFTOP_HAS_BITS_MAX)
-    sizeof(T) == 2;
-#else
-    false;
-#endif
-
 #if defined(ROOFTOP_HAS_BITS_MAX)
 /// max of x[0, n) for a 2-byte sign-magnitude float T (bf16, fp16) whose exponent field is all
 /// ones at `inf_bits` (0x7f80, 0x7c00), as float: NaN (quiet) if any element is NaN, -Inf if n

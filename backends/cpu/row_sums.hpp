@@ -80,7 +80,8 @@ inline void row_deviation_sums(const T* x, std::int64_t n, float shift, float& a
 /// 2-byte T, each value widened as it is loaded instead of through a widened copy in L1: part[k]
 /// receives elements k, k + lanes, k + 2 lanes, ... in turn, as detail::fold_lanes adds them
 /// (64 fp32 partials for the sum; 32 fp64 ones for the sum of squares, each square exact in
-/// fp64), so the result is bit for bit the portable fold's.
+/// fp64), so the result is bit for bit the portable fold's. (The array extents are the AVX-512
+/// ReductionShape's lanes: a caller folding another number does not compile.)
 template <class T>
 inline void sum_partials(const T* x, std::int64_t n, float (&part)[64]) {
   static_assert(sizeof(T) == 2, "sum_partials: bf16 or fp16");
