@@ -294,7 +294,10 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
                     shape_of(a), ", B is ", shape_of(b), ", C is ", shape_of(c));
   }
   if (batch == 0 || m == 0 || n == 0) return;
-  driver(exec, GemmProblem<GemmOperand<A, Acc>, GemmOperand<B, Acc>, C, Acc>{opa, opb, c, alpha, beta, batch, m, n, k});
+  // K == 0: C = beta * C, as in BLAS, which does not touch alpha then (an Inf or NaN alpha
+  // times the empty sum would make C NaN).
+  const Acc scale = k == 0 ? Acc(0) : alpha;
+  driver(exec, GemmProblem<GemmOperand<A, Acc>, GemmOperand<B, Acc>, C, Acc>{opa, opb, c, scale, beta, batch, m, n, k});
 }
 
 }  // namespace detail

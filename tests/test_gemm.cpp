@@ -113,6 +113,23 @@ TEST_CASE_TEMPLATE("gemm matches float64 for every op, layout and size", T, ROOF
       }
 }
 
+TEST_CASE_TEMPLATE("gemm: K = 0 gives beta * C whatever alpha is (BLAS does not touch alpha then)", T, ROOFTOP_DTYPES) {
+  using Acc = compute_t<T>;
+  for (const Acc alpha : {std::numeric_limits<Acc>::infinity(), std::numeric_limits<Acc>::quiet_NaN(), Acc(2)}) {
+    CAPTURE(alpha);
+    auto a = random_mat<T, Kokkos::LayoutRight>(9, 0);
+    auto b = random_mat<T, Kokkos::LayoutRight>(0, 21);
+    auto c = random_mat<T, Kokkos::LayoutRight>(9, 21);
+    check_gemm(Trans::none, a, Trans::none, b, c, 1.0, 0.5, [&] { gemm(Exec(), Trans::none, a, Trans::none, b, c, alpha, Acc(0.5)); });
+    Mat<T, Kokkos::LayoutRight> poisoned("c", 9, 21);
+    fill_nan(Exec(), test::flat(poisoned));
+    gemm(Exec(), Trans::none, a, Trans::none, b, poisoned, alpha, Acc(0));
+    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), poisoned);
+    for (std::size_t i = 0; i < h.size(); ++i)
+      if (!(static_cast<double>(static_cast<Acc>(h.data()[i])) == 0.0)) REQUIRE(static_cast<double>(static_cast<Acc>(h.data()[i])) == 0.0);
+  }
+}
+
 TEST_CASE_TEMPLATE("gemm: bf16/fp16 inputs with an fp32 C", T, rooftop::bf16, rooftop::fp16) {
   auto a = random_mat<T, Kokkos::LayoutRight>(70, 301), b = random_mat<T, Kokkos::LayoutRight>(301, 45);
   auto c = random_mat<float, Kokkos::LayoutRight>(70, 45);
