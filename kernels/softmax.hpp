@@ -66,12 +66,24 @@ struct CombineMaxSum {
 }  // namespace detail
 
 namespace detail {
-/// e^(v - m) for v <= m, as 2^(v log2 e - m log2 e) with m log2 e per row: one fma for the
-/// argument. 0 for results below 2^-125 (and -Inf entries).
+/// e^(v - m) for v <= m, the row's max, as 2^z with z = (v - sub) log2 e - offset, one fma for
+/// the argument. Per row, either sub = 0 and offset = m log2 e: then z is exact but for the
+/// rounding of m log2 e, an error common to the row (it cancels in the normalization) within
+/// half a unit while |m log2 e| < 2^24; or, for larger |m|, sub = m and offset = 0, where that
+/// error could push z out of exp2's range (2^128 at |m| ~ 3e9) and m log2 e itself overflows
+/// from |m| ~ 2.4e38 on (-FLT_MAX masks): v - m is exact there for every v that matters
+/// (Sterbenz). 0 for results below 2^-125 (and -Inf entries).
 struct ExpMinusMax {
-  float m_log2e;
+  float sub, offset;
+  /// For a row whose max is m; an all-masked row (m = -Inf) is taken against 0: its entries give
+  /// 0, or NaN where they are NaN.
+  KOKKOS_INLINE_FUNCTION static ExpMinusMax of_max(float m) {
+    const float base = m == -std::numeric_limits<float>::infinity() ? 0.0f : m;
+    const float m_log2e = base * math::log2e;
+    return compat::fabs(m_log2e) < 0x1p24f ? ExpMinusMax{0.0f, m_log2e} : ExpMinusMax{base, 0.0f};
+  }
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const {
-    const float z = compat::fma(v, math::log2e, -m_log2e);
+    const float z = compat::fma(v - sub, math::log2e, -offset);
     return math::select(z < -125.0f, 0.0f, math::exp2_in_range(z));
   }
 };
@@ -88,7 +100,8 @@ template <class Row, class X, class Y, class T>
 void softmax_row_avx512(const Row& r, const X& x, const Y& y, const T* in, std::int64_t cols) {
   const float m = cpu::softmax_max(in, cols);
   float* const e = r.scratch;
-  const float s = cpu::softmax_exp_sum(in, e, cols, (m == -std::numeric_limits<float>::infinity() ? 0.0f : m) * math::log2e);
+  const ExpMinusMax arg = ExpMinusMax::of_max(m);
+  const float s = cpu::softmax_exp_sum(in, e, cols, arg.sub, arg.offset);
   const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
   if constexpr (cpu::streams_vectors<typename Y::value_type>) {
     if (auto* const out = r.vector_stream_row(y, cols)) {
@@ -124,10 +137,7 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
   if constexpr (!Row::gpu || std::is_same_v<T, float>) {
     // The row max first, then e = exp(x - max) summed and kept (in the host's scratch row, or
     // in an fp32 y), then the output pass rescales e: one exp per entry.
-    // All masked: m = -Inf, so exponentials are taken against 0 instead; they are all 0 (the
-    // outputs 0), or NaN where an entry is (the outputs NaN).
-    const float m = r.reduce(cols, minus_inf, in, Max{});
-    const ExpMinusMax exp_minus_max{(m == minus_inf ? 0.0f : m) * math::log2e};
+    const ExpMinusMax exp_minus_max = ExpMinusMax::of_max(r.reduce(cols, minus_inf, in, Max{}));
     auto e_at = [&](const std::int64_t c) -> float& {
       if constexpr (Row::gpu) {
         return y(r.row, c);
@@ -161,10 +171,9 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
     // sum in one read instead, and exp again for the output.
     const MaxSum total = r.reduce_by(
         cols, MaxSum{minus_inf, 0.0f}, [&](MaxSum& part, const std::int64_t c) { part.add(in(c)); }, CombineMaxSum{});
-    // All -Inf: write 0 (m = -Inf would make every exponent NaN).
-    const float m = total.m == minus_inf ? 0.0f : total.m;
+    // All -Inf: write 0.
     const float inv = total.m == minus_inf ? 0.0f : 1.0f / total.s;
-    const ExpMinusMax exp_minus_max{m * math::log2e};
+    const ExpMinusMax exp_minus_max = ExpMinusMax::of_max(total.m);
     r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(exp_minus_max(in(c)) * inv); });
   }
 }

@@ -87,6 +87,36 @@ TEST_CASE_TEMPLATE("softmax: masked entries, fully masked rows, logits of +-1e4"
   }
 }
 
+TEST_CASE_TEMPLATE("softmax: finite logits of any magnitude, to +-FLT_MAX (-FLT_MAX masks)", T, float, rooftop::bf16) {
+  // Beyond |x| ~ 1.2e7 the row max times log2(e) is no longer exact to within half a unit, and
+  // from ~3e9 its rounding error alone overflowed exp2 (rows came out NaN or 0).
+  const float big = std::numeric_limits<float>::max();
+  for (const std::int64_t cols : {37, 512}) {  // 512: whole lines
+    CAPTURE(cols);
+    const std::vector<float> firsts = {1e10f, -1e10f, -big, big, 5e7f, 0.0f, -3e9f};
+    const auto rows = static_cast<std::int64_t>(firsts.size());
+    std::vector<float> v(rows * cols);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      for (std::int64_t r = 0; r < 3; ++r) v[r * cols + c] = firsts[r];     // constant rows: 1 / cols each
+      v[3 * cols + c] = c % 3 ? -big : big;                                // +-FLT_MAX
+      v[4 * cols + c] = 5e7f - 4.0f * static_cast<float>(c % 4);           // large, close together
+      v[5 * cols + c] = c < 3 ? static_cast<float>(c) : -big;              // masked with -FLT_MAX
+      v[6 * cols + c] = -3e9f + 256.0f * static_cast<float>(c % 2);        // exp(-256) and 1
+    }
+    auto x = matrix_of<T>(rows, cols, v);
+    // The same rows through a LayoutLeft View (the strided, portable path on the host).
+    Kokkos::View<T**, Kokkos::LayoutLeft, BackendMemory> x_left("x_left", rows, cols), y_left("y_left", rows, cols);
+    Kokkos::deep_copy(x_left, x);
+    auto y = test::poisoned_matrix<T>(rows, cols);
+    Kokkos::deep_copy(y_left, y);
+    rooftop::softmax(Exec(), x, y);
+    rooftop::softmax(Exec(), x_left, y_left);
+    check_softmax<T>(host(x), cols, host(y));
+    Kokkos::deep_copy(y, y_left);
+    check_softmax<T>(host(x), cols, host(y));
+  }
+}
+
 TEST_CASE("softmax works in place, and a NaN makes only its row NaN") {
   for (const std::size_t threshold : test::store_thresholds) {
     CAPTURE(threshold);

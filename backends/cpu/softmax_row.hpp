@@ -65,27 +65,34 @@ inline float softmax_max(const T* x, std::int64_t n) {
   return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
 }
 
-/// e[c] = 2^(x[c] log2(e) - m_log2e) for c in [0, n) (softmax's detail::ExpMinusMax), returning
-/// their sum; x fp32, bf16 or fp16 (widened as loaded), e 64-byte aligned.
+/// e[c] = 2^((x[c] - sub) log2(e) - offset) for c in [0, n) (softmax's detail::ExpMinusMax:
+/// sub is 0 but for rows of very large magnitude), returning their sum; x fp32, bf16 or fp16
+/// (widened as loaded), e 64-byte aligned.
 template <class T>
-inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float m_log2e) {
-  const __m512 log2e = _mm512_set1_ps(math::log2e), minus_m = _mm512_set1_ps(-m_log2e);
-  __m512 s[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  std::int64_t c = 0;
-  for (; c + 32 <= n; c += 32)
-    for (int k = 0; k < 2; ++k) {
-      const __m512 v = detail::exp2_or_zero(_mm512_fmadd_ps(load16(x + c + 16 * k), log2e, minus_m));
-      _mm512_store_ps(e + c + 16 * k, v);
-      s[k] = _mm512_add_ps(s[k], v);
+inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, float offset) {
+  const __m512 log2e = _mm512_set1_ps(math::log2e), minus_offset = _mm512_set1_ps(-offset), shift = _mm512_set1_ps(sub);
+  auto pass = [&](auto shifted) {
+    auto exp_of = [&](const __m512 v) {
+      return detail::exp2_or_zero(_mm512_fmadd_ps(decltype(shifted)::value ? _mm512_sub_ps(v, shift) : v, log2e, minus_offset));
+    };
+    __m512 s[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    std::int64_t c = 0;
+    for (; c + 32 <= n; c += 32)
+      for (int k = 0; k < 2; ++k) {
+        const __m512 v = exp_of(load16(x + c + 16 * k));
+        _mm512_store_ps(e + c + 16 * k, v);
+        s[k] = _mm512_add_ps(s[k], v);
+      }
+    for (; c < n; c += 16) {
+      const auto mask = static_cast<__mmask16>(n - c >= 16 ? 0xffff : (1u << (n - c)) - 1);
+      const __m512 v = _mm512_maskz_mov_ps(mask, exp_of(detail::load_first(x + c, n - c < 16 ? n - c : 16, mask)));
+      _mm512_mask_store_ps(e + c, mask, v);
+      s[0] = _mm512_add_ps(s[0], v);
     }
-  for (; c < n; c += 16) {
-    const auto mask = static_cast<__mmask16>(n - c >= 16 ? 0xffff : (1u << (n - c)) - 1);
-    const __m512 v = _mm512_maskz_mov_ps(
-        mask, detail::exp2_or_zero(_mm512_fmadd_ps(detail::load_first(x + c, n - c < 16 ? n - c : 16, mask), log2e, minus_m)));
-    _mm512_mask_store_ps(e + c, mask, v);
-    s[0] = _mm512_add_ps(s[0], v);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(s[0], s[1]));
+    return _mm512_reduce_add_ps(_mm512_add_ps(s[0], s[1]));
+  };
+  // (x - 0 is x: the subtraction is left out of the rows that do not need it.)
+  return sub == 0.0f ? pass(std::false_type{}) : pass(std::true_type{});
 }
 
 ROOFTOP_AVX512_WARNINGS_ON
