@@ -19,6 +19,7 @@
 #include "../core/error.hpp"
 #include "../core/parallel.hpp"
 #include "../core/types.hpp"
+#include "../backends/cpu/stencil_row.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -80,45 +81,23 @@ void stencil_rows(const Exec& exec, const T* in, T* out, std::int64_t nx, std::i
             T* const at = streamed ? stream.slots() - k0 : out + row * nz;  // at[k] holds out(i, j, k)
             if (boundary) {
               std::memcpy(at + k0, c + k0, static_cast<std::size_t>(k1 - k0) * sizeof(T));
-            } else if constexpr (sizeof(T) == 2) {
-#if defined(ROOFTOP_HAS_AVX512_CONVERT)
-              // 2-byte grids: sixteen points at a time in registers, each input widened as it is
-              // loaded and the results narrowed (cpu::load16, cpu::narrow16), where
-              // element-by-element conversions left the loop scalar (fp16) or twice as long
-              // (bf16), and widening the rows into L1 first was slower still. 406^3, streamed,
-              // median GB/s: bf16 19 -> 22, fp16 10.5 -> 22-23 (the 3D range before).
-              // The chunk's last sixteen points are computed again (the same values) rather
-              // than in a scalar tail: through fp16's software conversion the tail of rows of
-              // 406 took a third of the time.
-              const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
-              auto sixteen = [&](const std::int64_t k) {
-                const T* const p = c + k;
-                const __m512 neighbours =
-                    _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(cpu::load16(p - 1), cpu::load16(p + 1)),
-                                                _mm512_add_ps(cpu::load16(p - nz), cpu::load16(p + nz))),
-                                  _mm512_add_ps(cpu::load16(p - plane), cpu::load16(p + plane)));
-                const __m512 v = _mm512_fmadd_ps(va, cpu::load16(p), _mm512_mul_ps(vb, neighbours));
-                cpu::store16(at + k, v);
-              };
-              std::int64_t k = k0;
-              for (; k + 16 <= k1; k += 16) sixteen(k);
-              if (k < k1 && k1 - k0 >= 16) {
-                sixteen(k1 - 16);
-                k = k1;
-              }
-              for (; k < k1; ++k) {
-                const float neighbours = (float(c[k - 1]) + float(c[k + 1])) + (float(c[k - nz]) + float(c[k + nz])) +
-                                         (float(c[k - plane]) + float(c[k + plane]));
-                at[k] = T(a * float(c[k]) + b * neighbours);
-              }
-#else
-              static_assert(sizeof(T) != 2, "stencil_rows: 2-byte grids need AVX-512 conversions");
-#endif
             } else {
               auto point = [&](const std::int64_t k) {
                 const C neighbours = (C(c[k - 1]) + C(c[k + 1])) + (C(c[k - nz]) + C(c[k + nz])) + (C(c[k - plane]) + C(c[k + plane]));
                 at[k] = T(a * C(c[k]) + b * neighbours);
               };
+#if defined(ROOFTOP_HAS_AVX512_STENCIL)
+              // A vector of points per step, the row's own neighbours shifted from the centre
+              // vectors (cpu::stencil_span); 2-byte values widened as loaded, narrowed as
+              // stored, where element-by-element conversions left the loop scalar (fp16) or
+              // twice as long (bf16). See "stencil_row.hpp" for what it saves.
+              if (k1 - k0 >= cpu::stencil_lanes<T>) {
+                cpu::stencil_span(c, at, k0, k1, nz, plane, a, b);
+              } else {
+                for (std::int64_t k = k0; k < k1; ++k) point(k);
+              }
+#else
+              static_assert(sizeof(T) != 2, "stencil_rows: 2-byte grids need AVX-512 conversions");
               // Whole blocks of a vector register (the compiler vectorizes the fixed-length
               // loop), the chunk's last block computed again (the same values) rather than a
               // scalar tail: fp32 102^3, median GB/s, 44-45 -> 59-60 (one loop over the chunk).
@@ -134,6 +113,7 @@ void stencil_rows(const Exec& exec, const T* in, T* out, std::int64_t nx, std::i
                 k = k1;
               }
               for (; k < k1; ++k) point(k);
+#endif
             }
             if (!boundary) {
               if (k0 == 0) at[0] = c[0];

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// A stretch of one interior row of the 7-point stencil (kernels/stencil.hpp's stencil_rows)
+/// with AVX-512, for fp64, fp32, bf16 and fp16 grids: a vector of points per step, whose
+/// neighbours along the row (k - 1 and k + 1) are the centre vectors before and after it
+/// shifted by one lane (valignd / valignq), not two more loads. Each load of a row that does
+/// not start on a 64-byte line takes two lines, so the six loads of the plain loop took eleven
+/// line reads per vector and the four left take seven. One thread, rows in L1, Zen 5 VM,
+/// TSC cycles per point (rows of 256 on 64-byte lines / rows of 323): fp64 0.50 -> 0.36 /
+/// 0.71 -> 0.58, fp32 0.23 -> 0.13 / 0.32 -> 0.24; bf16 rows of 406 0.50 -> 0.44. The harness
+/// (2 threads, three alternations with the previous build) gained less, the grid's planes
+/// coming from L2 and L3: in cache fp64 81^3 57-62 -> 65-67 GB/s, fp32 102^3 61-66 -> 66-70,
+/// bf16 128^3 within noise; from memory within noise.
+#pragma once
+
+#include "avx512_warnings.hpp"
+#include "convert.hpp"
+
+#include <cstdint>
+#include <type_traits>
+
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+#define ROOFTOP_HAS_AVX512_STENCIL 1
+#endif
+
+namespace rooftop::cpu {
+
+#if defined(ROOFTOP_HAS_AVX512_STENCIL)
+ROOFTOP_AVX512_WARNINGS_OFF
+namespace detail {
+/// The vector type of a stencil over T, its lanes, and the loads, shifts and arithmetic on it:
+/// double for fp64, float for fp32, bf16 and fp16 (widened as loaded, narrowed as stored).
+template <class T>
+struct StencilLanes {
+  using V = __m512;
+  static constexpr std::int64_t lanes = 16;
+  static V load(const T* p) { return load16(p); }
+  static void store(T* p, V v) { store16(p, v); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V add(V x, V y) { return _mm512_add_ps(x, y); }
+  static V mul(V x, V y) { return _mm512_mul_ps(x, y); }
+  static V fma(V x, V y, V z) { return _mm512_fmadd_ps(x, y, z); }
+  /// The lanes of (before, at) one lane back: before's last, then at's first fifteen.
+  static V back(V before, V at) { return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(at), _mm512_castps_si512(before), 15)); }
+  /// The lanes of (at, after) one lane on: at's last fifteen, then after's first.
+  static V on(V at, V after) { return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(after), _mm512_castps_si512(at), 1)); }
+};
+template <>
+struct StencilLanes<double> {
+  using V = __m512d;
+  static constexpr std::int64_t lanes = 8;
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static V set1(double x) { return _mm512_set1_pd(x); }
+  static V add(V x, V y) { return _mm512_add_pd(x, y); }
+  static V mul(V x, V y) { return _mm512_mul_pd(x, y); }
+  static V fma(V x, V y, V z) { return _mm512_fmadd_pd(x, y, z); }
+  static V back(V before, V at) { return _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(at), _mm512_castpd_si512(before), 7)); }
+  static V on(V at, V after) { return _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(after), _mm512_castpd_si512(at), 1)); }
+};
+}  // namespace detail
+
+/// Lanes of a stencil_span step over T (16, or 8 for double): its spans must be at least this long.
+template <class T>
+inline constexpr std::int64_t stencil_lanes = detail::StencilLanes<T>::lanes;
+
+/// at[k] = a c[k] + b ((c[k-1] + c[k+1]) + (c[k-nz] + c[k+nz]) + (c[k-plane] + c[k+plane])) for
+/// k in [k0, k1), k1 - k0 >= stencil_lanes<T>; a and b in compute_t<T> (the centre's product
+/// fused with the sum's). c is an interior row of a dense grid with rows of nz and planes of
+/// `plane`: the row before it and the one after it, and the planes, are read around it, a
+/// vector beyond [k0 - 1, k1] at most, which lies in those rows. The step's last vector,
+/// where k1 - k0 is not a whole number of them, is computed again at k1 - lanes (the same
+/// values) from its own loads.
+template <class T, class C>
+[[gnu::always_inline]] inline void stencil_span(const T* c, T* at, std::int64_t k0, std::int64_t k1, std::int64_t nz, std::int64_t plane, C a, C b) {
+  using L = detail::StencilLanes<T>;
+  using V = typename L::V;
+  constexpr std::int64_t lanes = L::lanes;
+  const V va = L::set1(a), vb = L::set1(b);
+  auto point = [&](const std::int64_t k, const V west, const V centre, const V east) {
+    const V across = L::add(L::add(L::add(west, east), L::add(L::load(c + k - nz), L::load(c + k + nz))),
+                            L::add(L::load(c + k - plane), L::load(c + k + plane)));
+    L::store(at + k, L::fma(va, centre, L::mul(vb, across)));
+  };
+  V before = L::load(c + k0 - lanes), centre = L::load(c + k0);
+  std::int64_t k = k0;
+  for (; k + lanes <= k1; k += lanes) {
+    const V after = L::load(c + k + lanes);
+    point(k, L::back(before, centre), centre, L::on(centre, after));
+    before = centre;
+    centre = after;
+  }
+  if (k < k1) {
+    k = k1 - lanes;
+    point(k, L::load(c + k - 1), L::load(c + k), L::load(c + k + 1));
+  }
+}
+ROOFTOP_AVX512_WARNINGS_ON
+#endif
+
+}  // namespace rooftop::cpu
