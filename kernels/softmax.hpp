@@ -3,7 +3,8 @@
 /// softmax over the last axis of a (rows, cols) tensor:
 ///   y(r, c) = exp(x(r, c) - max_r) / sum_c' exp(x(r, c') - max_r)
 ///
-/// Numerically stable: every exponent is <= 0, so logits of +-1e4 cannot overflow. The row max
+/// Numerically stable: every exponent is <= 0, so finite logits of any magnitude (to +-FLT_MAX)
+/// cannot overflow (see ExpMinusMax). The row max
 /// comes first, then e = exp(x - max) is computed once per entry, summed and kept, and a last
 /// pass writes e / sum: exp is what bounds this op on CPUs. On the host e is kept in a scratch
 /// row per thread (in L2 for rows up to ~64K columns), so x is read from memory once and large
