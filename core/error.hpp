@@ -5,6 +5,7 @@
 
 #include "kokkos_compat.hpp"
 
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -87,12 +88,69 @@ void require_same_shape(const char* op, const char* x_name, const X& x, const ch
   ROOFTOP_REQUIRE(same, op, x_name, " is ", shape_of(x), " but ", y_name, " is ", shape_of(y));
 }
 
-/// Whether Views x and y share any memory (their spans intersect).
+/// Offset in elements from a View's first element to its last (Views of this library have no
+/// negative strides); -1 for an empty View.
+template <class V>
+std::int64_t last_element(const V& v) {
+  std::int64_t last = 0;
+  for (unsigned d = 0; d < static_cast<unsigned>(V::rank); ++d) {
+    if (v.extent(d) == 0) return -1;
+    last += static_cast<std::int64_t>(v.extent(d) - 1) * static_cast<std::int64_t>(v.stride(d));
+  }
+  return last;
+}
+
+/// Whether Views x and y may share an element. No, if the bytes from each one's first element
+/// to the end of its last (not its span, which counts the padding after the last row) do not
+/// meet; nor if both have the same element size, extents and strides, their strides nest (each
+/// larger than the reach of all smaller ones), and the distance between them is no difference
+/// of two element offsets: interleaved Views of one array such as its columns 0..3 and 4..7.
+/// Otherwise yes (conservative).
 template <class X, class Y>
 bool overlap(const X& x, const Y& y) {
-  const auto* xb = reinterpret_cast<const char*>(x.data());
-  const auto* yb = reinterpret_cast<const char*>(y.data());
-  return x.span() > 0 && y.span() > 0 && yb < xb + x.span() * sizeof(typename X::value_type) &&
-         xb < yb + y.span() * sizeof(typename Y::value_type);
+  constexpr auto x_size = static_cast<std::int64_t>(sizeof(typename X::value_type));
+  constexpr auto y_size = static_cast<std::int64_t>(sizeof(typename Y::value_type));
+  const std::int64_t x_last = last_element(x), y_last = last_element(y);
+  if (x_last < 0 || y_last < 0) return false;
+  const auto xb = reinterpret_cast<std::intptr_t>(x.data()), yb = reinterpret_cast<std::intptr_t>(y.data());
+  if (!(yb < xb + (x_last + 1) * x_size && xb < yb + (y_last + 1) * y_size)) return false;
+  constexpr int rank = static_cast<int>(X::rank);
+  if constexpr (x_size != y_size || rank != static_cast<int>(Y::rank)) {
+    return true;
+  } else {
+    if ((yb - xb) % x_size != 0) return true;
+    // The dimensions of more than one element, by stride, largest first.
+    std::int64_t stride[rank > 0 ? rank : 1], extent[rank > 0 ? rank : 1];
+    int dims = 0;
+    for (int d = 0; d < rank; ++d) {
+      if (x.extent(d) != y.extent(d) || x.stride(d) != y.stride(d)) return true;
+      if (x.extent(d) < 2) continue;
+      const auto s = static_cast<std::int64_t>(x.stride(d));
+      int at = dims++;
+      for (; at > 0 && stride[at - 1] < s; --at) stride[at] = stride[at - 1], extent[at] = extent[at - 1];
+      stride[at] = s;
+      extent[at] = static_cast<std::int64_t>(x.extent(d));
+    }
+    // reach[k]: the largest offset the dimensions after k add; nesting: stride[k] > reach[k].
+    std::int64_t reach[rank > 0 ? rank : 1];
+    std::int64_t sum = 0;
+    for (int k = dims - 1; k >= 0; --k) {
+      reach[k] = sum;
+      if (stride[k] <= sum) return true;
+      sum += (extent[k] - 1) * stride[k];
+    }
+    // Whether r = sum of delta_k stride[k] over k >= level, |delta_k| < extent[k]: at each level
+    // only the two multiples of stride[k] around r can leave a remainder the rest can reach.
+    auto reachable = [&](auto&& self, int level, std::int64_t r) -> bool {
+      if (level == dims) return r == 0;
+      const std::int64_t s = stride[level], low = r >= 0 ? r / s : -((-r + s - 1) / s);  // floor(r / s)
+      for (std::int64_t delta = low; delta <= low + 1; ++delta)
+        if (delta > -extent[level] && delta < extent[level] && r - delta * s <= reach[level] && delta * s - r <= reach[level] &&
+            self(self, level + 1, r - delta * s))
+          return true;
+      return false;
+    };
+    return reachable(reachable, 0, (yb - xb) / x_size);
+  }
 }
 }  // namespace rooftop::detail

@@ -115,6 +115,37 @@ TEST_CASE("stencil: Views with padded rows (not one dense block) give the same s
       }
 }
 
+TEST_CASE("stencil: Views that share no element are not an overlap, however close their memory") {
+  const std::int64_t nx = 4, ny = 5, nz = 6;
+  // Interleaved: in and out the two halves of each row of one grid.
+  const auto big = random_grid<double>(nx, ny, 2 * nz);
+  const auto in = Kokkos::subview(big, Kokkos::ALL, Kokkos::ALL, std::make_pair(std::int64_t{0}, nz));
+  const auto out = Kokkos::subview(big, Kokkos::ALL, Kokkos::ALL, std::make_pair(nz, 2 * nz));
+  const auto dense_in = poisoned_grid<double>(nx, ny, nz);
+  const auto dense_out = poisoned_grid<double>(nx, ny, nz);
+  Kokkos::deep_copy(dense_in, in);
+  rooftop::stencil(Exec(), in, out, -0.3, 1.0 / 6);
+  rooftop::stencil(Exec(), dense_in, dense_out, -0.3, 1.0 / 6);
+  const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), big);
+  const auto want = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dense_out);
+  const auto was = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dense_in);
+  for (std::int64_t i = 0; i < nx; ++i)
+    for (std::int64_t j = 0; j < ny; ++j)
+      for (std::int64_t k = 0; k < nz; ++k) {
+        CHECK(got(i, j, k) == was(i, j, k));  // in is untouched
+        CHECK(got(i, j, nz + k) == doctest::Approx(want(i, j, k)).epsilon(1e-15));
+      }
+  // Padded rows: out starts in the padding after in's last row, which its span counts.
+  const Grid<double> padded("padded", 2 * nx, ny, nz + 1);
+  using Strided = Kokkos::View<double***, Kokkos::LayoutStride, BackendMemory>;
+  const Kokkos::LayoutStride rows_of_nz(nx, ny * (nz + 1), ny, nz + 1, nz, 1);
+  const Strided first(padded.data(), rows_of_nz), second(padded.data() + nx * ny * (nz + 1) - 1, rows_of_nz);
+  CHECK_NOTHROW(rooftop::stencil(Exec(), first, second, -0.3, 1.0 / 6));
+  // ...while one starting on in's last element does overlap.
+  const Strided third(padded.data() + (nx * ny - 1) * (nz + 1) + nz - 1, rows_of_nz);
+  CHECK_THROWS_AS(rooftop::stencil(Exec(), first, third, -0.3, 1.0 / 6), rooftop::Error);
+}
+
 TEST_CASE("stencil: cost model") {
   constexpr Cost c = stencil_cost<float>(13, 7, 29);
   CHECK(c.flops == 8.0 * 11 * 5 * 27);

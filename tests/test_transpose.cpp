@@ -122,4 +122,19 @@ TEST_CASE("preconditions: transpose names the op and extents") {
                        rooftop::Error);
   CHECK_THROWS_WITH_AS(rooftop::transpose_naive(Exec(), square, square),
                        "transpose_naive: in and out overlap (in is 4x4, out is 4x4)", rooftop::Error);
+  // Columns 0..3 and 4..7 of one matrix share no element: not an overlap.
+  const auto wide = test::random_matrix<double>(4, 8);
+  const auto left = Kokkos::subview(wide, Kokkos::ALL, std::make_pair(0, 4));
+  const auto right = Kokkos::subview(wide, Kokkos::ALL, std::make_pair(4, 8));
+  const auto before = host(wide);
+  rooftop::transpose(Exec(), left, right);
+  const auto after = host(wide);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      CHECK(after[i * 8 + j] == before[i * 8 + j]);
+      CHECK(after[i * 8 + 4 + j] == before[j * 8 + i]);
+    }
+  // Columns 0..3 and 3..6 do share one.
+  const auto shifted = Kokkos::subview(wide, Kokkos::ALL, std::make_pair(3, 7));
+  CHECK_THROWS_AS(rooftop::transpose(Exec(), left, shifted), rooftop::Error);
 }
