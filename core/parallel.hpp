@@ -251,7 +251,7 @@ template <class T>
 /// partial write-combining flush, and a line written both ways; see cpu::stream_whole_lines).
 template <class T, class Value>
 void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefetch& ahead = {}) {
-  constexpr std::int64_t block = 256 / static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t block = sizeof(T) < 256 ? 256 / static_cast<std::int64_t>(sizeof(T)) : 1;
   // Plain stores up to out's first line boundary, so that every block starts on one.
   const std::int64_t head = elements_to_line(out, n);
   for (std::int64_t j = 0; j < head; ++j) out[j] = T(value(j));
@@ -260,9 +260,11 @@ void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefet
   auto stream = [&](const T* buf, std::int64_t first, std::int64_t count) {
     cpu::stream_whole_lines(lines + first, buf, static_cast<std::size_t>(count) * sizeof(T));
   };
-  // 2-byte T: each block computed in fp32 and narrowed together (cpu::narrow), not one value
-  // at a time.
-  using U = std::conditional_t<cpu::streams_narrowed<T>, float, T>;
+  // 2-byte T computed in fp32: each block narrowed together (cpu::narrow), not one value at a
+  // time. Values that are T already (a gather) are copied as they are: through fp32 a
+  // signaling NaN would come out quiet.
+  using V = std::decay_t<decltype(value(std::int64_t{0}))>;
+  using U = std::conditional_t<cpu::streams_narrowed<T> && !std::is_same_v<V, T>, float, T>;
   auto emit = [&](const U* buf, std::int64_t first, std::int64_t count) {
     if constexpr (std::is_same_v<U, T>) {
       stream(buf, first, count);

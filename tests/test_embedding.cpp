@@ -70,6 +70,38 @@ TEST_CASE_TEMPLATE("embedding with LayoutLeft tables and outputs (rows not conti
   }
 }
 
+TEST_CASE_TEMPLATE("embedding copies every 2-byte pattern bit for bit, signaling NaNs too, whatever the layouts", T, rooftop::bf16,
+                   rooftop::fp16) {
+  const std::int64_t vocab = 64, dim = 1024;  // every pattern once
+  auto hv = Kokkos::create_mirror_view(test::poisoned_matrix<T>(vocab, dim));
+  for (std::int64_t v = 0; v < vocab; ++v)
+    for (std::int64_t c = 0; c < dim; ++c) hv(v, c) = T::from_bits(static_cast<std::uint16_t>(v * dim + c));
+  test::Matrix<T> right("table", vocab, dim);
+  Kokkos::deep_copy(right, hv);
+  Kokkos::View<T**, Kokkos::LayoutLeft, BackendMemory> left("table", vocab, dim);
+  Kokkos::deep_copy(left, right);
+  test::Vector<std::int32_t> ids("ids", vocab);
+  auto hid = Kokkos::create_mirror_view(ids);
+  for (std::int64_t t = 0; t < vocab; ++t) hid(t) = static_cast<std::int32_t>((t * 37 + 11) % vocab);
+  Kokkos::deep_copy(ids, hid);
+  for (const std::size_t threshold : test::store_thresholds)
+    for (const bool left_table : {false, true}) {
+      CAPTURE(threshold);
+      CAPTURE(left_table);
+      test::StreamingThreshold stores(threshold);
+      auto out = test::poisoned_matrix<T>(vocab, dim);
+      if (left_table) {
+        rooftop::embedding(Exec(), left, ids, out);
+      } else {
+        rooftop::embedding(Exec(), right, ids, out);
+      }
+      const auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+      for (std::int64_t t = 0; t < vocab; ++t)
+        for (std::int64_t c = 0; c < dim; ++c)
+          if (ho(t, c).bits != hv(hid(t), c).bits) REQUIRE(ho(t, c).bits == hv(hid(t), c).bits);
+    }
+}
+
 TEST_CASE("embedding: an out-of-range id throws, naming the first bad token; no read past the table") {
   const std::int64_t vocab = 50, dim = 16, tokens = 2000;
   auto table = test::random_matrix<float>(vocab, dim);
