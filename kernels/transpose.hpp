@@ -224,8 +224,10 @@ struct HostTranspose {
     cpu::copy_short(reinterpret_cast<char*>(to), reinterpret_cast<const char*>(from), static_cast<std::size_t>(n) * sizeof(T));
   }
 
-  /// Writes what waits in the carry with plain stores (at the end of the block written to `at`).
+  /// Writes what waits in the carry with plain stores (at the end of the block written to `at`;
+  /// none before the first block, where `at` is null and nothing waits).
   void finish(Carry& carry, T* at) const {
+    if (!at) return;
     for (std::int64_t c = 0; c < block; ++c) {
       copy_elements(at + c * dst_stride + block - carry.count[c], carry.values[c], carry.count[c]);
       carry.count[c] = 0;
