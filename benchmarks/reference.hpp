@@ -71,7 +71,7 @@ inline double row_roundings(std::int64_t cols) { return detail::reduction_depth(
 template <class Acc, class TC, class OpA, class OpB>
 std::string gemm_entry(const OpA& a, const OpB& b, std::int64_t k, double alpha, double beta, double c0, double got) {
   double dot = 0, mag = 0;
-  for (std::int64_t kk = 0; kk < k; ++kk) {
+  for (std::int64_t kk = 0; alpha != 0 && kk < k; ++kk) {  // alpha = 0: A and B are not read (BLAS)
     dot += a(kk) * b(kk);
     mag += std::abs(a(kk) * b(kk));
   }

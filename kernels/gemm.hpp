@@ -5,7 +5,7 @@
 /// beta * C(b)). Any Kokkos layout (LayoutRight, LayoutLeft, LayoutStride). A and B are fp64,
 /// fp32, bf16 or fp16; the products accumulate in compute_t (fp64 for fp64 inputs, fp32 for the
 /// others); C may be of any of these types. beta == 0 never reads C (NaN in C is overwritten,
-/// as in BLAS); K == 0 gives C = beta * C.
+/// as in BLAS); K == 0 or alpha == 0 gives C = beta * C (A and B not read).
 ///
 /// One team computes one tile of C. A and B go through team scratch tile by tile along K,
 /// converted to the accumulation type and packed so that the innermost loop reads both
@@ -294,10 +294,11 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
                     shape_of(a), ", B is ", shape_of(b), ", C is ", shape_of(c));
   }
   if (batch == 0 || m == 0 || n == 0) return;
-  // K == 0: C = beta * C, as in BLAS, which does not touch alpha then (an Inf or NaN alpha
-  // times the empty sum would make C NaN).
-  const Acc scale = k == 0 ? Acc(0) : alpha;
-  driver(exec, GemmProblem<GemmOperand<A, Acc>, GemmOperand<B, Acc>, C, Acc>{opa, opb, c, scale, beta, batch, m, n, k});
+  // K == 0 or alpha == 0: C = beta * C, as in BLAS, which then reads neither alpha (an Inf or
+  // NaN alpha times the empty sum would make C NaN) nor A and B (a NaN there times 0 would).
+  const bool product = k > 0 && alpha != Acc(0);
+  driver(exec, GemmProblem<GemmOperand<A, Acc>, GemmOperand<B, Acc>, C, Acc>{opa, opb, c, product ? alpha : Acc(0), beta, batch,
+                                                                                m, n, product ? k : 0});
 }
 
 }  // namespace detail

@@ -113,7 +113,7 @@ TEST_CASE_TEMPLATE("gemm matches float64 for every op, layout and size", T, ROOF
       }
 }
 
-TEST_CASE_TEMPLATE("gemm: K = 0 gives beta * C whatever alpha is (BLAS does not touch alpha then)", T, ROOFTOP_DTYPES) {
+TEST_CASE_TEMPLATE("gemm: K = 0 gives beta * C whatever alpha is (BLAS does not read alpha then)", T, ROOFTOP_DTYPES) {
   using Acc = compute_t<T>;
   for (const Acc alpha : {std::numeric_limits<Acc>::infinity(), std::numeric_limits<Acc>::quiet_NaN(), Acc(2)}) {
     CAPTURE(alpha);
@@ -128,6 +128,15 @@ TEST_CASE_TEMPLATE("gemm: K = 0 gives beta * C whatever alpha is (BLAS does not 
     for (std::size_t i = 0; i < h.size(); ++i)
       if (!(static_cast<double>(static_cast<Acc>(h.data()[i])) == 0.0)) REQUIRE(static_cast<double>(static_cast<Acc>(h.data()[i])) == 0.0);
   }
+}
+
+TEST_CASE_TEMPLATE("gemm: alpha = 0 gives beta * C without reading A and B (NaN there does not propagate)", T, ROOFTOP_DTYPES) {
+  using Acc = compute_t<T>;
+  Mat<T, Kokkos::LayoutRight> a("a", 9, 13), b("b", 13, 21);
+  fill_nan(Exec(), test::flat(a));
+  fill_nan(Exec(), test::flat(b));
+  auto c = random_mat<T, Kokkos::LayoutRight>(9, 21);
+  check_gemm(Trans::none, a, Trans::none, b, c, 0.0, -2.0, [&] { gemm(Exec(), Trans::none, a, Trans::none, b, c, Acc(0), Acc(-2)); });
 }
 
 TEST_CASE_TEMPLATE("gemm: bf16/fp16 inputs with an fp32 C", T, rooftop::bf16, rooftop::fp16) {
