@@ -137,18 +137,21 @@ TEST_CASE("softmax works in place, and a NaN makes only its row NaN") {
   CHECK(hz[5] == doctest::Approx(std::exp(3.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0))));
 }
 
-TEST_CASE_TEMPLATE("a NaN anywhere in a row makes that row NaN, masked entries or not", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("a NaN or +Inf anywhere in a row makes that row NaN, masked entries or not", T, ROOFTOP_ML_DTYPES) {
   const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
   // The NaNs carry payloads whose low bits are set (they once slipped through exp as numbers).
   const float nan1 = compat::bit_cast<float>(0x7fc00001u), nan2 = compat::bit_cast<float>(0xffc0010fu);
-  auto x = matrix_of<T>(5, 3, {nan1, 1.0f, 2.0f,  1.0f, 2.0f, nan2,  -inf, nan, -inf,  -inf, -inf, -inf,  1.0f, -inf, 2.0f});
-  auto y = test::poisoned_matrix<T>(5, 3);
+  // (+Inf too, once or twice in a row: GPUs' online max and sum restarted its partial's sum.)
+  auto x = matrix_of<T>(7, 3, {nan1, 1.0f, 2.0f,  1.0f, 2.0f, nan2,  -inf, nan, -inf,  -inf, -inf, -inf,  1.0f, -inf, 2.0f,
+                               1.0f, inf, 3.0f,  inf, 2.0f, inf});
+  auto y = test::poisoned_matrix<T>(7, 3);
   rooftop::softmax(Exec(), x, y);
   const auto hy = host(y);
   for (int i = 0; i < 9; ++i) CHECK(std::isnan(hy[i]));
   for (int i = 9; i < 12; ++i) CHECK(hy[i] == 0.0);  // all masked
   CHECK(hy[13] == 0.0);
   CHECK(hy[14] == doctest::Approx(std::exp(2.0) / (std::exp(1.0) + std::exp(2.0))).epsilon(reference::tolerance<T>(1, 1, 2)));
+  for (int i = 15; i < 21; ++i) CHECK(std::isnan(hy[i]));
 }
 
 TEST_CASE("preconditions: softmax names the op and extents") {
