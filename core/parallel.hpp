@@ -333,28 +333,46 @@ void stream_lines(T* out, std::int64_t n, const F& f, const In*... in) {
   stream_lines_of(std::index_sequence_for<In...>{}, out, n, f, in...);
 }
 
+#if defined(ROOFTOP_HAS_STREAMING_STORES) && (defined(__AVX2__) || defined(ROOFTOP_HAS_STREAM_VECTORS))
+#define ROOFTOP_HAS_WHOLE_LINES 1
+/// Stores one vector of bits at the aligned p, streamed where `streamed`.
+template <bool streamed>
+[[gnu::always_inline]] inline void store_bits(void* p, __m256i bits) {
+  if constexpr (streamed) {
+    _mm256_stream_si256(static_cast<__m256i*>(p), bits);
+  } else {
+    _mm256_store_si256(static_cast<__m256i*>(p), bits);
+  }
+}
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
-/// out[j] for j in [0, n) on an AVX-512 host, a cache line at a time: line(j) returns the bits
-/// of out[j, j + 64 / sizeof(T)) as an __m512i, one(j) the value of out[j]. Every whole line
-/// of out is written from line, streamed where `streamed` (the caller fences) or stored
-/// plainly; the elements before out's first line boundary and after its last one come from
-/// one(j), stored plainly (see stream_values).
+template <bool streamed>
+[[gnu::always_inline]] inline void store_bits(void* p, __m512i bits) {
+  if constexpr (streamed) {
+    _mm512_stream_si512(static_cast<__m512i*>(p), bits);
+  } else {
+    _mm512_store_si512(p, bits);
+  }
+}
+#endif
+
+/// out[j] for j in [0, n) on an AVX2 or AVX-512 host, a vector at a time: line(j) returns the
+/// bits of out[j, j + sizeof(V) / sizeof(T)) as a V, an __m512i (a cache line, AVX-512) or an
+/// __m256i (half a line). Every whole vector of out from its first cache-line boundary on is
+/// written from line, streamed where `streamed` (the caller fences) or stored plainly; the
+/// elements before that boundary and after the last whole vector come from one(j), stored
+/// plainly (see stream_values).
 template <bool streamed, class T, class Line, class One>
 [[gnu::always_inline]] inline void map_whole_lines(T* out, std::int64_t n, const Line& line, const One& one) {
-  constexpr std::int64_t per_line = 64 / static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t per_vector = sizeof(decltype(line(std::int64_t{0}))) / static_cast<std::int64_t>(sizeof(T));
   const std::int64_t head = elements_to_line(out, n);
   std::int64_t j = 0;
   for (; j < head; ++j) out[j] = T(one(j));
-  for (; j + per_line <= n; j += per_line) {
-    if constexpr (streamed) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(out + j), line(j));
-    } else {
-      _mm512_store_si512(out + j, line(j));
-    }
-  }
+  for (; j + per_vector <= n; j += per_vector) store_bits<streamed>(out + j, line(j));
   for (; j < n; ++j) out[j] = T(one(j));
 }
+#endif
 
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
 /// map_whole_lines from code computing in fp32 registers (T: fp32, bf16 or fp16): vector(j)
 /// returns the values of out[j, j + 16) as an __m512 (two calls for a line of 32 two-byte
 /// values, narrowed as cpu::narrow does).

@@ -249,30 +249,38 @@ template <class T>
 constexpr Cost bias_cost(std::int64_t rows, std::int64_t cols, double flops) {
   return {flops * rows * cols, bytes_of<T>(2.0 * rows * cols + cols)};
 }
-#if defined(ROOFTOP_HAS_STREAM_VECTORS) && defined(__AVX512BW__)
+#if defined(ROOFTOP_HAS_WHOLE_LINES)
+#define ROOFTOP_HAS_RELU_BITS 1
 ROOFTOP_AVX512_WARNINGS_OFF
-/// relu over n contiguous 2-byte values on an AVX-512 host, on their bits: a value whose sign
-/// bit is set and that is not NaN becomes +0, the others stay. The same values as
-/// T(Relu{}(float(v))), widening and narrowing being exact for them, without converting:
-/// 32 values per cache line of out (map_whole_lines), in 32 KB chunks, streamed where
-/// `streamed`. Against map_inputs' path (widened, compared, narrowed in blocks), one process,
-/// 2 threads, Zen 5 VM, 2^26 bf16, two alternations, median GB/s: 66-67 -> 79-83 (copy beside
-/// it: 81).
+/// relu over n contiguous 2-byte values on an AVX2 or AVX-512 host, on their bits: a value whose
+/// sign bit is set and that is not NaN becomes +0, the others stay. The same values as
+/// T(Relu{}(float(v))), widening and narrowing being exact for them, without converting: 32
+/// values per cache line of out with AVX-512BW, 16 per half line with AVX2 (map_whole_lines),
+/// in 32 KB chunks, streamed where `streamed`. Against map_inputs' path (widened, compared,
+/// narrowed in blocks), one process, 2 threads, 2^26 values, median GB/s: Zen 5 VM bf16 66-67
+/// -> 79-83 (copy beside it: 81); Zen 3 VM (AVX2) bf16 22, fp16 27 -> see the README.
 template <class T, class Exec>
 void relu_bits(const Exec& exec, const T* in, T* out, std::int64_t n, bool streamed) {
   static_assert(sizeof(T) == 2, "relu_bits: bf16 or fp16");
-  const __m512i magnitude = _mm512_set1_epi16(0x7fff);
-  const __m512i infinity = _mm512_set1_epi16(std::is_same_v<T, bf16> ? 0x7f80 : 0x7c00);
+  constexpr short infinity_bits = std::is_same_v<T, bf16> ? 0x7f80 : 0x7c00;
   auto run = [&](auto streaming) {
     for_each_chunk<T, decltype(streaming)::value>("rooftop::relu", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
       const T* const x = in + lo;
       map_whole_lines<decltype(streaming)::value>(
           out + lo, hi - lo,
           [&](const std::int64_t j) {
+#if defined(__AVX512BW__) && defined(ROOFTOP_HAS_STREAM_VECTORS)
             const __m512i v = _mm512_loadu_si512(x + j);
-            const __mmask32 keep =
-                ~_mm512_movepi16_mask(v) | _mm512_cmpgt_epu16_mask(_mm512_and_si512(v, magnitude), infinity);
+            const __mmask32 keep = ~_mm512_movepi16_mask(v) |
+                                   _mm512_cmpgt_epu16_mask(_mm512_and_si512(v, _mm512_set1_epi16(0x7fff)), _mm512_set1_epi16(infinity_bits));
             return _mm512_maskz_mov_epi16(keep, v);
+#else
+            // The magnitude's bits compare as a signed 16-bit number (its sign bit is clear).
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + j));
+            const __m256i nan = _mm256_cmpgt_epi16(_mm256_and_si256(v, _mm256_set1_epi16(0x7fff)), _mm256_set1_epi16(infinity_bits));
+            const __m256i negative = _mm256_srai_epi16(v, 15);
+            return _mm256_andnot_si256(_mm256_andnot_si256(nan, negative), v);
+#endif
           },
           [&](const std::int64_t j) { return Relu{}(float(x[j])); });
     });
@@ -296,17 +304,17 @@ ROOFTOP_AVX512_WARNINGS_ON
 /// y = max(x, 0) (NaN stays NaN). Throws rooftop::Error if the extents differ.
 template <class Exec, class X, class Y>
 void relu(const Exec& exec, const X& x, const Y& y) {
-#if defined(ROOFTOP_HAS_STREAM_VECTORS) && defined(__AVX512BW__)
+#if defined(ROOFTOP_HAS_RELU_BITS)
   using T = typename Y::value_type;
-  if constexpr (detail::on_host<Exec> && sizeof(T) == 2 && cpu::streams_vectors<T> &&
+  if constexpr (detail::on_host<Exec> && (std::is_same_v<T, bf16> || std::is_same_v<T, fp16>) &&
                 std::is_same_v<typename X::non_const_value_type, T>) {
     mandate_input<Exec, X, 1>();
     mandate_output<Exec, Y, 1>();
     detail::require_same_shape("relu", "x", x, "y", y);
     if (x.stride(0) == 1 && y.stride(0) == 1) {
       const auto n = static_cast<std::int64_t>(y.extent(0));
-      detail::relu_bits(exec, x.data(), y.data(), n,
-                        detail::light_op_stores<T>() == detail::Stores::streamed_when_large && detail::streams<T>(n));
+      // Streamed when large, as copy is: no conversion bounds this loop.
+      detail::relu_bits(exec, x.data(), y.data(), n, detail::streams<T>(n));
       return;
     }
   }
