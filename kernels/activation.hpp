@@ -257,8 +257,9 @@ ROOFTOP_AVX512_WARNINGS_OFF
 /// T(Relu{}(float(v))), widening and narrowing being exact for them, without converting: 32
 /// values per cache line of out with AVX-512BW, 16 per half line with AVX2 (map_whole_lines),
 /// in 32 KB chunks, streamed where `streamed`. Against map_inputs' path (widened, compared,
-/// narrowed in blocks), one process, 2 threads, 2^26 values, median GB/s: Zen 5 VM bf16 66-67
-/// -> 79-83 (copy beside it: 81); Zen 3 VM (AVX2) bf16 22, fp16 27 -> see the README.
+/// narrowed in blocks), 2 threads, 2^26 values, GB/s: Zen 5 VM, one process, median, bf16
+/// 66-67 -> 79-83 (copy beside it: 81); Zen 3 VM (AVX2), two binaries alternated three times,
+/// best, bf16 17.6-24.0 -> 36.4-42.4, fp16 19.5-27.8 -> 36.3-38.6 (copy 37-48).
 template <class T, class Exec>
 void relu_bits(const Exec& exec, const T* in, T* out, std::int64_t n, bool streamed) {
   static_assert(sizeof(T) == 2, "relu_bits: bf16 or fp16");
