@@ -286,7 +286,7 @@ void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefet
 template <class T>
 inline constexpr bool streams_lines = std::is_same_v<T, float> || std::is_same_v<T, double>
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
-                                      || (sizeof(T) == 2 && cpu::streams_vectors<T>)
+                                      || (sizeof(T) == 2 && cpu::has_float_lanes<T>)
 #endif
     ;
 
@@ -333,28 +333,7 @@ void stream_lines(T* out, std::int64_t n, const F& f, const In*... in) {
   stream_lines_of(std::index_sequence_for<In...>{}, out, n, f, in...);
 }
 
-#if defined(ROOFTOP_HAS_STREAMING_STORES) && (defined(__AVX2__) || defined(ROOFTOP_HAS_STREAM_VECTORS))
-#define ROOFTOP_HAS_WHOLE_LINES 1
-/// Stores one vector of bits at the aligned p, streamed where `streamed`.
-template <bool streamed>
-[[gnu::always_inline]] inline void store_bits(void* p, __m256i bits) {
-  if constexpr (streamed) {
-    _mm256_stream_si256(static_cast<__m256i*>(p), bits);
-  } else {
-    _mm256_store_si256(static_cast<__m256i*>(p), bits);
-  }
-}
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
-template <bool streamed>
-[[gnu::always_inline]] inline void store_bits(void* p, __m512i bits) {
-  if constexpr (streamed) {
-    _mm512_stream_si512(static_cast<__m512i*>(p), bits);
-  } else {
-    _mm512_store_si512(p, bits);
-  }
-}
-#endif
-
+#if defined(ROOFTOP_HAS_WHOLE_LINES)
 /// out[j] for j in [0, n) on an AVX2 or AVX-512 host, a vector at a time: line(j) returns the
 /// bits of out[j, j + sizeof(V) / sizeof(T)) as a V, an __m512i (a cache line, AVX-512) or an
 /// __m256i (half a line). Every whole vector of out from its first cache-line boundary on is
@@ -367,27 +346,22 @@ template <bool streamed, class T, class Line, class One>
   const std::int64_t head = elements_to_line(out, n);
   std::int64_t j = 0;
   for (; j < head; ++j) out[j] = T(one(j));
-  for (; j + per_vector <= n; j += per_vector) store_bits<streamed>(out + j, line(j));
+  for (; j + per_vector <= n; j += per_vector) cpu::store_bits<streamed>(out + j, line(j));
   for (; j < n; ++j) out[j] = T(one(j));
 }
 #endif
 
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
-/// map_whole_lines from code computing in fp32 registers (T: fp32, bf16 or fp16): vector(j)
-/// returns the values of out[j, j + 16) as an __m512 (two calls for a line of 32 two-byte
-/// values, narrowed as cpu::narrow does).
+#if defined(ROOFTOP_HAS_WHOLE_LINES) && defined(ROOFTOP_HAS_FLOAT_LANES)
+#define ROOFTOP_HAS_MAP_LINES 1
+/// map_whole_lines from code computing in fp32 registers (cpu::Floats; T: fp32, bf16 or fp16):
+/// vector(j) returns the values of out[j, j + cpu::float_lanes) (two calls for a vector of
+/// two-byte values, narrowed as cpu::narrow does).
 template <bool streamed, class T, class Vector, class One>
 [[gnu::always_inline]] inline void map_lines(T* out, std::int64_t n, const Vector& vector, const One& one) {
-  static_assert(cpu::streams_vectors<T>, "map_lines: fp32, bf16 or fp16 outputs");
+  static_assert(cpu::has_float_lanes<T>, "map_lines: fp32, bf16 or fp16 outputs");
   map_whole_lines<streamed>(
       out, n,
-      [&](const std::int64_t j) {
-        if constexpr (sizeof(T) == 4) {
-          return _mm512_castps_si512(vector(j));
-        } else {
-          return cpu::narrow32<T>(vector(j), vector(j + 16));
-        }
-      },
+      [&](const std::int64_t j) { return cpu::bits_of<T>(vector, j); },
       one);
 }
 #endif
@@ -613,14 +587,14 @@ struct RowTeam {
     for_each(n, [&](const std::int64_t j) { y(row, j) = T(value(j)); });
   }
 
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+#if defined(ROOFTOP_HAS_VECTOR_ROWS)
   /// Host vector code's way out for this row of the (rows, cols) View y of fp32, bf16 or fp16:
   /// where the plan streams the row and it is whole lines from a line boundary (so
   /// cpu::stream_vectors can write it), its first element; else null (write() then).
   template <class Y>
   typename Y::value_type* vector_stream_row(const Y& y, std::int64_t cols) const {
     using T = typename Y::value_type;
-    static_assert(cpu::streams_vectors<T>, "vector_stream_row: fp32, bf16 or fp16 rows");
+    static_assert(cpu::has_float_lanes<T>, "vector_stream_row: fp32, bf16 or fp16 rows");
     constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
     if (!stream || cols % line != 0 || cols == 0 || y.stride(1) != 1) return nullptr;
     T* const out = &y(row, 0);

@@ -22,6 +22,11 @@ namespace rooftop {
 /// Which GELU: the tanh approximation (GPT-2, BERT) or the exact erf form (PyTorch default).
 enum class Gelu { tanh, erf };
 
+#if defined(ROOFTOP_HAS_EXP_LANES) && defined(ROOFTOP_HAS_MAP_LINES)
+/// GELU (tanh form) and SiLU in registers of lanes on the host (AVX-512 or AVX2; see has_lanes).
+#define ROOFTOP_HAS_ACTIVATION_LANES 1
+#endif
+
 namespace detail {
 /// What an elementwise op's function costs per element, which decides how it writes large
 /// outputs (elementwise_stores).
@@ -32,33 +37,47 @@ enum class Work {
 };
 
 /// Stores for an elementwise op of `work` writing T: light ops as light_op_stores; exp ops
-/// stream fp32 where the host computes sixteen floats per instruction (AVX-512). 2^25
+/// stream fp32 where the host computes them in registers of lanes (map_lanes). AVX-512, 2^25
 /// elements, 2 threads, Zen 4 VM, four alternations, GB/s (share of the copy run beside it):
 /// gelu 36-56 (0.73-0.80) -> 47-52 (0.69-1.01), silu 33-37 (0.80-0.82) -> 46-61 (0.83-1.05).
-/// bf16/fp16 gained nothing there (gelu bf16 22.0-22.1 vs 21.5-21.8), nor did bias_gelu (fp32
-/// 682x32768 41-46 -> 33-37); with AVX2, gelu, silu and dropout lost (0.72-0.83x on the Zen 3
-/// VM). Those, and the erf form (not measured streamed), keep plain stores.
+/// AVX2 lanes, Zen 3 VM, min of four alternations: gelu 29.8 -> 35.4, silu 31.3 -> 40.7
+/// (through convert_map's buffers, streaming had lost there: 0.72-0.83x). bf16/fp16 gained
+/// nothing (gelu bf16 22.0-22.1 vs 21.5-21.8 on the Zen 4 VM), nor did bias_gelu (fp32
+/// 682x32768 41-46 -> 33-37). Those, and the erf form (not measured streamed), keep plain
+/// stores.
 template <Work work, class T>
 constexpr Stores elementwise_stores() {
   if constexpr (work == Work::light) return light_op_stores<T>();
-#if defined(__AVX512F__)
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
   if constexpr (work == Work::exp && sizeof(T) >= 4) return Stores::streamed_when_large;
 #endif
   return Stores::plain;
 }
 
-/// Whether the functor F also computes sixteen fp32 lanes at once on the host (a static
-/// F::lanes(__m512), AVX-512 hosts; bit for bit its operator()): set for each such functor.
+/// Whether the functor F also computes a register of fp32 lanes at once on the host (a static
+/// F::lanes(cpu::Floats): sixteen lanes on AVX-512 hosts, eight on AVX2 hosts; bit for bit its
+/// operator()): set for each such functor.
 template <class F>
 inline constexpr bool has_lanes = false;
-#if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_STREAM_VECTORS)
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
 
-/// y(i) = f(x(i)) for contiguous rank-1 x and y of T on an AVX-512 host, sixteen lanes at a time
-/// in registers (F::lanes; map_lines), in 32 KB chunks, streamed where `stores` and the size
+/// Whether the host computes activations writing T in registers of lanes: fp32, bf16 and fp16,
+/// but bf16 on AVX2 hosts, where its narrowing's constants beside GELU's spill from sixteen
+/// registers and the portable blocks (convert_map) ran faster (Zen 3 VM, gelu bf16, min of
+/// six alternations: 2^26 on 2 threads 0.338 against 0.382 ns per element; 64x4096 on one
+/// thread 0.64 against 0.70).
+template <class T>
+inline constexpr bool activation_lanes_pay = cpu::has_float_lanes<T> && !(cpu::float_lanes == 8 && std::is_same_v<T, bf16>);
+
+/// y(i) = f(x(i)) for contiguous rank-1 x and y of T on an AVX-512 or AVX2 host, a register of
+/// lanes at a time (F::lanes; map_lines), in 32 KB chunks, streamed where `stores` and the size
 /// say so; false, and nothing done, where a View is strided. Against map_inputs' path (GCC's
 /// vectorization of the portable functions), one process alternating, 2 threads, Zen 5 VM,
 /// median GB/s: gelu bf16 2^26 22 -> 31, silu bf16 26 -> 35, gelu fp32 2^18 (in L2) 70-72 ->
 /// 75-76, 2^25 36 -> 37 (memory); one thread in L1, 7.8 against 8.9 cycles per sixteen fp32.
+/// AVX2 lanes, Zen 3 VM, one thread, 64x4096 (in L3), min of six alternations, ns per element:
+/// gelu fp32 0.43 -> 0.40, bf16 0.79 -> 0.70, fp16 0.53 -> 0.46; silu fp32 0.35 -> 0.32, bf16
+/// 0.62 -> 0.59, fp16 0.45 -> 0.39.
 template <Stores stores, class Exec, class X, class Y, class F>
 bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, const F& f) {
   using T = typename Y::value_type;
@@ -71,7 +90,7 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
     for_each_chunk<T, streamed>(label, exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
       const T* const from = in + lo;
       map_lines<streamed>(
-          out + lo, hi - lo, [&](const std::int64_t j) { return F::lanes(cpu::load16(from + j)); },
+          out + lo, hi - lo, [&](const std::int64_t j) { return F::lanes(cpu::load_floats(from + j)); },
           [&](const std::int64_t j) { return f(float(from[j])); });
     });
   };
@@ -92,8 +111,8 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
   using T = typename Y::value_type;
   mandate_fp32_math<T>();
   require_same_shape(op, "x", x, "y", y);
-#if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_STREAM_VECTORS)
-  if constexpr (on_host<Exec> && has_lanes<F> && cpu::streams_vectors<T> && std::is_same_v<typename X::non_const_value_type, T>) {
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+  if constexpr (on_host<Exec> && has_lanes<F> && activation_lanes_pay<T> && std::is_same_v<typename X::non_const_value_type, T>) {
     if (map_lanes<elementwise_stores<work, T>()>(label, exec, x, y, f)) return;
   }
 #endif
@@ -107,9 +126,10 @@ inline constexpr bool has_stage = false;
 template <class G>
 inline constexpr bool has_stage<G, std::void_t<decltype(&G::stage)>> = true;
 
-/// Whether the row functor G (of map_rows_with_bias) computes sixteen columns at once on an
-/// AVX-512 host: G::row_lanes, with g.lanes(cols) returning (v, c) -> the values of columns
-/// [c, c + 16) from the __m512 v of their sums x + bias, bit for bit g(v, c).
+/// Whether the row functor G (of map_rows_with_bias) computes a register of columns at once on
+/// an AVX-512 or AVX2 host: G::row_lanes, with g.lanes(cols) returning (v, c) -> the values of
+/// columns [c, c + cpu::float_lanes) from the cpu::Floats v of their sums x + bias, bit for bit
+/// g(v, c).
 template <class G, class = void>
 inline constexpr bool has_row_lanes = false;
 template <class G>
@@ -130,14 +150,14 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   ROOFTOP_REQUIRE(bias.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but bias is ", shape_of(bias),
                   " (expected ", x.extent(1), ")");
   const auto cols = static_cast<std::int64_t>(x.extent(1));
-  // Contiguous rows on the host: sixteen columns at a time in registers where the row functor
-  // has lanes (AVX-512 hosts: bias_gelu, bias_gelu_dropout; plain stores), else through
+  // Contiguous rows on the host: a register of columns at a time where the row functor has
+  // lanes (AVX-512 and AVX2 hosts: bias_gelu, bias_gelu_dropout; plain stores), else through
   // convert_map where it converts T in blocks (2-byte types) or where f's rows have a stage
   // (dropout's mask).
   using G = std::decay_t<decltype(f.row(0))>;
   constexpr bool lanes_of_rows =
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
-      on_host<Exec> && has_row_lanes<G> && cpu::streams_vectors<T> && std::is_same_v<typename X::non_const_value_type, T> &&
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+      on_host<Exec> && has_row_lanes<G> && activation_lanes_pay<T> && std::is_same_v<typename X::non_const_value_type, T> &&
       std::is_same_v<typename B::non_const_value_type, T>;
 #else
       false;
@@ -153,13 +173,13 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           return;
         }
 #if !defined(__CUDA_ARCH__)
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
         if constexpr (lanes_of_rows) {
           const T* const in = &x(r.row, 0);
           const T* const b = bias.data();
           const auto lanes = g.lanes(cols);
           map_lines<false>(
-              &y(r.row, 0), cols, [&](const std::int64_t c) { return lanes(_mm512_add_ps(cpu::load16(in + c), cpu::load16(b + c)), c); },
+              &y(r.row, 0), cols, [&](const std::int64_t c) { return lanes(cpu::load_floats(in + c) + cpu::load_floats(b + c), c); },
               [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); });
           return;
         }
@@ -194,8 +214,8 @@ struct Relu {
 };
 struct GeluTanh {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_tanh(v); }
-#if defined(ROOFTOP_HAS_EXP_VECTORS)
-  [[gnu::always_inline]] static __m512 lanes(__m512 v) { return cpu::gelu_tanh(v); }
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+  [[gnu::always_inline]] static cpu::Floats lanes(cpu::Floats v) { return cpu::gelu_tanh(v); }
 #endif
 };
 struct GeluErf {
@@ -213,11 +233,11 @@ void with_gelu(Gelu form, const F& f) {
 }
 struct Silu {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::silu(v); }
-#if defined(ROOFTOP_HAS_EXP_VECTORS)
-  [[gnu::always_inline]] static __m512 lanes(__m512 v) { return cpu::silu(v); }
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+  [[gnu::always_inline]] static cpu::Floats lanes(cpu::Floats v) { return cpu::silu(v); }
 #endif
 };
-#if defined(ROOFTOP_HAS_EXP_VECTORS)
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
 template <>
 inline constexpr bool has_lanes<GeluTanh> = true;
 template <>
@@ -232,11 +252,11 @@ struct Pointwise {
   F f;
   KOKKOS_INLINE_FUNCTION const Pointwise& row(std::int64_t) const { return *this; }
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v, std::int64_t) const { return f(v); }
-#if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_STREAM_VECTORS)
-  /// On an AVX-512 host where F has lanes: (v, c) -> F's sixteen values of v (see has_row_lanes).
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+  /// On an AVX-512 or AVX2 host where F has lanes: (v, c) -> F's values of v (see has_row_lanes).
   static constexpr bool row_lanes = has_lanes<F>;
   auto lanes(std::int64_t) const {
-    return [](const __m512 v, std::int64_t) { return F::lanes(v); };
+    return [](const cpu::Floats v, std::int64_t) { return F::lanes(v); };
   }
 #endif
 };

@@ -111,7 +111,8 @@ struct DropoutMask {
 
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
   ROOFTOP_AVX512_WARNINGS_OFF
-  /// keeps() and apply() sixteen lanes at a time on an AVX-512 host, for this mask's constants.
+  /// keeps() and apply() sixteen lanes at a time on an AVX-512 host, for this mask's constants
+  /// (eight on AVX2 hosts, below: the same interface).
   /// A dropped value is cleared by an AND after the multiply, not by a masked multiply: GCC
   /// folds a load into a masked multiply as a masked memory operand, and masked loads that miss
   /// the cache stall on the Zen 5 VM (dropout fp32, 2^25 elements, 2 threads, scratch program:
@@ -147,35 +148,66 @@ struct DropoutMask {
       return _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(low0 + static_cast<std::uint32_t>(j))),
                               _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     }
+    /// k in every lane.
+    [[gnu::always_inline]] static __m512i splat(std::uint32_t k) { return _mm512_set1_epi32(static_cast<int>(k)); }
   };
   ROOFTOP_AVX512_WARNINGS_ON
+#elif defined(ROOFTOP_HAS_MAP_LINES)
+  /// keeps() and apply() eight lanes at a time on an AVX2 host (the interface of the AVX-512
+  /// Lanes above): a kept lane's mask is all ones, and a dropped value is cleared by an AND.
+  struct Lanes {
+    __m256i key1, threshold, c1, c2, any;
+    __m256 scale;
+    explicit Lanes(const DropoutMask& m)
+        : key1(splat(m.key1)), threshold(splat(m.threshold32)), c1(splat(0x85ebca6bu)), c2(splat(0xc2b2ae35u)),
+          any(_mm256_set1_epi32(m.keep_any ? -1 : 0)), scale(_mm256_set1_ps(m.scale)) {}
+    /// All ones in the lanes whose counters' low words `low` (under the keys `key`) are kept:
+    /// fmix32 in lanes, h >= threshold unsigned as max(h, threshold) == h.
+    [[gnu::always_inline]] __m256i kept(__m256i low, __m256i key) const {
+      __m256i h = _mm256_xor_si256(low, key);
+      h = _mm256_mullo_epi32(_mm256_xor_si256(h, _mm256_srli_epi32(h, 16)), c1);
+      h = _mm256_mullo_epi32(_mm256_xor_si256(h, _mm256_srli_epi32(h, 13)), c2);
+      h = _mm256_xor_si256(_mm256_xor_si256(h, _mm256_srli_epi32(h, 16)), key1);
+      return _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(h, threshold), h), any);
+    }
+    /// v scaled in the kept lanes, 0 in the others.
+    [[gnu::always_inline]] __m256 apply(__m256 v, __m256i low, __m256i key) const {
+      return _mm256_and_ps(_mm256_mul_ps(v, scale), _mm256_castsi256_ps(kept(low, key)));
+    }
+    [[gnu::always_inline]] __m256 apply_computed(__m256 v, __m256i low, __m256i key) const { return apply(v, low, key); }
+    /// The low words low0 + j, ..., low0 + j + 7.
+    [[gnu::always_inline]] static __m256i counters(std::uint32_t low0, std::int64_t j) {
+      return _mm256_add_epi32(splat(low0 + static_cast<std::uint32_t>(j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    }
+    [[gnu::always_inline]] static __m256i splat(std::uint32_t k) { return _mm256_set1_epi32(static_cast<int>(k)); }
+  };
 #endif
 
   std::uint64_t offset_;
 };
 
 namespace detail {
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+#if defined(ROOFTOP_HAS_MAP_LINES)
 ROOFTOP_AVX512_WARNINGS_OFF
-/// out[j] = in[j] scaled if element first + j is kept, else 0, for j in [0, n) on an AVX-512
-/// host (T: fp32, bf16 or fp16), each whole cache line of out computed in registers
-/// (DropoutMask::Lanes) and streamed (map_lines; the caller fences). Against convert_map's
+/// out[j] = in[j] scaled if element first + j is kept, else 0, for j in [0, n) on an AVX-512 or
+/// AVX2 host (T: fp32, bf16 or fp16), each whole cache line of out computed in registers
+/// (DropoutMask::Lanes) and streamed where `streamed` (map_lines; the caller fences). Against convert_map's
 /// blocks (DropoutMask::apply_block), outputs bit for bit the same, 2 threads, Zen 5 VM,
 /// scratch program, two alternations, median GB/s: fp32 2^25 elements 33-34 -> 41.5-43, bf16
 /// 2^26 30-31 -> 33, fp16 32-34 -> 37-38, scale fp32 47-49.
-template <class T>
+template <bool streamed, class T>
 void dropout_lines(const DropoutMask& mask, const T* in, T* out, std::int64_t n, std::uint64_t first) {
   const DropoutMask::Lanes lanes(mask);
   mask.for_each_run(first, n, [&](const std::int64_t j0, const std::int64_t count, const std::uint32_t low, const std::uint32_t key) {
     const T* const x = in + j0;
-    const __m512i k = _mm512_set1_epi32(static_cast<int>(key));
-    map_lines<true>(
+    const auto k = DropoutMask::Lanes::splat(key);
+    map_lines<streamed>(
         out + j0, count,
         [&](const std::int64_t j) {
           // 2-byte values are widened in registers before the multiply, so no load folds into
           // it: one masked multiply (bf16 in L1, one thread: 3.9 -> 3.4 TSC cycles per sixteen).
-          const __m512 v = cpu::load16(x + j);
-          const __m512i counters = DropoutMask::Lanes::counters(low, j);
+          const cpu::Floats v = cpu::load_floats(x + j);
+          const auto counters = DropoutMask::Lanes::counters(low, j);
           return sizeof(T) == 2 ? lanes.apply_computed(v, counters, k) : lanes.apply(v, counters, k);
         },
         [&](const std::int64_t j) {
@@ -209,12 +241,15 @@ struct GeluDropout {
     void stage(const float* in, float* out, std::int64_t c, std::int64_t count) const {
       mask.apply_block(in, out, count, first + static_cast<std::uint64_t>(c));
     }
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+#if defined(ROOFTOP_HAS_STREAM_VECTORS) && defined(ROOFTOP_HAS_ACTIVATION_LANES)
     /// On an AVX-512 host where G has lanes: (v, c) -> the sixteen values of columns
     /// [c, c + 16) of a row of `cols`, each a lane of v (the sum x + bias), bit for bit
     /// operator() (a lane's key is the carried one where its low word has wrapped, as in keep;
     /// rows whose low words do not wrap skip that choice). With the masked multiply of
     /// apply_computed, bf16 4096 columns in L1, one thread: 10.3 -> 9.2 TSC cycles per sixteen.
+    /// Not on AVX2 hosts: with sixteen registers the fused lanes spill, and the two loops over
+    /// each block (stage) ran faster (Zen 3 VM, one thread, 64x4096, min of six alternations,
+    /// ns per element: bf16 0.95 blocks, 1.12 lanes; fp16 0.86, 0.92; fp32 0.77 both).
     static constexpr bool row_lanes = has_lanes<G>;
     auto lanes(std::int64_t cols) const {
       return [d = DropoutMask::Lanes(mask), low0 = span.low0, key = _mm512_set1_epi32(static_cast<int>(span.key)),
@@ -254,16 +289,26 @@ void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t s
   detail::require_probability("dropout", p);
   const DropoutMask mask(p, seed, offset);
   const auto n = static_cast<std::int64_t>(x.extent(0));
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
-  // Large contiguous outputs on AVX-512 hosts: a cache line at a time in registers, streamed
-  // (detail::dropout_lines).
-  if constexpr (detail::host_streams<Exec> && cpu::streams_vectors<T> && std::is_same_v<typename X::non_const_value_type, T>) {
-    if (x.stride(0) == 1 && y.stride(0) == 1 && detail::streams<T>(n)) {
+#if defined(ROOFTOP_HAS_MAP_LINES)
+  // Contiguous outputs on AVX-512 and AVX2 hosts: a cache line at a time in registers
+  // (detail::dropout_lines), large ones streamed as light ops' are (fp32, and 2-byte types
+  // where the host narrows in one AVX-512 sequence). Zen 3 VM (AVX2), 2 threads, min of four
+  // alternations against the blocks (apply_block) and the lines unstreamed, GB/s: fp32 2^25
+  // 26.3 -> 40.8 (30.8 unstreamed); bf16 2^26 13.2 -> 17.8 unstreamed (16.0 streamed).
+  if constexpr (detail::host_streams<Exec> && cpu::has_float_lanes<T> && std::is_same_v<typename X::non_const_value_type, T>) {
+    if (x.stride(0) == 1 && y.stride(0) == 1) {
       const T* const in = x.data();
       T* const out = y.data();
-      detail::for_each_chunk<T>("rooftop::dropout", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
-        detail::dropout_lines(mask, in + lo, out + lo, hi - lo, static_cast<std::uint64_t>(lo));
-      });
+      auto run = [&](auto streaming) {
+        detail::for_each_chunk<T, decltype(streaming)::value>("rooftop::dropout", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
+          detail::dropout_lines<decltype(streaming)::value>(mask, in + lo, out + lo, hi - lo, static_cast<std::uint64_t>(lo));
+        });
+      };
+      if (detail::light_op_stores<T>() == detail::Stores::streamed_when_large && detail::streams<T>(n)) {
+        run(std::true_type{});
+      } else {
+        run(std::false_type{});
+      }
       return;
     }
   }

@@ -5,14 +5,14 @@
 ///   rmsnorm:   y = x / sqrt(mean(x^2) + eps) * weight
 ///
 /// weight and bias are (cols) Views, or empty Views for none (weight 1, bias 0). Storage fp32,
-/// bf16 or fp16; statistics accumulate in fp32. fp16 on the host: weight and bias are widened
-/// to an fp32 copy once per call. Each row is read from memory once; the later passes over it
-/// come from cache for rows up to the size of L2. On AVX-512 hosts, contiguous rows are vector
-/// code throughout, each value widened as it is loaded (cpu::row_sum and the other sums of
-/// backends/cpu/row_sums.hpp, then detail::norm_row_out, streamed for large outputs). Elsewhere
-/// the portable loops: fp16 rows widened once into the work item's scratch (RowTeam::input) so
-/// no pass converts per element, large outputs streamed through RowTeam::write. x and y may be
-/// the same View.
+/// bf16 or fp16; statistics accumulate in fp32. Each row is read from memory once; the later
+/// passes over it come from cache for rows up to the size of L2. On AVX-512 and AVX2 hosts,
+/// contiguous rows are vector code throughout, each value (weight and bias too) widened as it
+/// is loaded (cpu::row_sum and the other sums of backends/cpu/row_sums.hpp, then
+/// detail::norm_row_out, streamed for large outputs). Elsewhere the portable loops: fp16 rows
+/// widened once into the work item's scratch (RowTeam::input) so no pass converts per element,
+/// fp16 weight and bias widened into an fp32 copy once per call, large outputs streamed through
+/// RowTeam::write. x and y may be the same View.
 #pragma once
 
 #include "../core/cost.hpp"
@@ -47,20 +47,20 @@ bool vector_norm_layout(const X& x, const Y& y, const W& weight, const B& bias) 
          (bias.extent(0) == 0 || bias.stride(0) == 1);
 }
 
-/// Whether a norm over X into Y with parameters W and B runs its rows in AVX-512 vector code on
-/// the host (RowTeam Row): fp32, bf16 or fp16 each, on AVX-512 hosts.
+/// Whether a norm over X into Y with parameters W and B runs its rows in vector code on the host
+/// (RowTeam Row): fp32, bf16 or fp16 each, on AVX-512 and AVX2 hosts.
 template <class Row, class X, class Y, class W, class B>
 inline constexpr bool vector_norm_rows =
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
-    !Row::gpu && cpu::streams_vectors<std::remove_const_t<typename X::value_type>> && cpu::streams_vectors<typename Y::value_type> &&
-    cpu::streams_vectors<std::remove_const_t<typename W::value_type>> && cpu::streams_vectors<std::remove_const_t<typename B::value_type>>;
+#if defined(ROOFTOP_HAS_VECTOR_ROWS)
+    !Row::gpu && cpu::has_float_lanes<std::remove_const_t<typename X::value_type>> && cpu::has_float_lanes<typename Y::value_type> &&
+    cpu::has_float_lanes<std::remove_const_t<typename W::value_type>> && cpu::has_float_lanes<std::remove_const_t<typename B::value_type>>;
 #else
     false;
 #endif
 
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+#if defined(ROOFTOP_HAS_VECTOR_ROWS)
 
-/// A norm's output row on an AVX-512 host from the row's contiguous values at `in`:
+/// A norm's output row on an AVX-512 or AVX2 host from the row's contiguous values at `in`:
 /// y(row, c) = (in[c] - shift) * scale * w(c) + b(c) (w, b: weight and bias, each left out where
 /// empty), streamed a line at a time straight from the vector code where the plan streams whole
 /// lines of y (RowTeam::vector_stream_row; cpu::stream_vectors, prefetching `ahead`), else
@@ -71,11 +71,11 @@ void norm_row_out(const Row& r, const XT* in, const Y& y, std::int64_t cols, flo
                   const B& bias, const cpu::Prefetch& ahead) {
   const auto* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
   const auto* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
-  const __m512 minus = _mm512_set1_ps(shift), times = _mm512_set1_ps(scale);
+  const cpu::Floats minus = cpu::splat(shift), times = cpu::splat(scale);
   auto vector = [&](const std::int64_t c) {
-    __m512 v = _mm512_mul_ps(_mm512_sub_ps(cpu::load16(in + c), minus), times);
-    if (w) v = _mm512_mul_ps(v, cpu::load16(w + c));
-    if (b) v = _mm512_add_ps(v, cpu::load16(b + c));
+    cpu::Floats v = (cpu::load_floats(in + c) - minus) * times;
+    if (w) v = v * cpu::load_floats(w + c);
+    if (b) v = v + cpu::load_floats(b + c);
     return v;
   };
   if (auto* const out = r.vector_stream_row(y, cols)) {
@@ -121,7 +121,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                            const float var = (dev2 - dev * dev * inv_cols) * inv_cols;
                            rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + e);
                          };
-#if defined(ROOFTOP_HAS_STREAM_VECTORS) && !defined(__CUDA_ARCH__)
+#if defined(ROOFTOP_HAS_VECTOR_ROWS) && !defined(__CUDA_ARCH__)
                          if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
                            if (vector_layout) {
                              const auto* const in = &x(r.row, 0);
@@ -214,7 +214,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
   detail::for_each_row("rooftop::rmsnorm", exec, static_cast<std::int64_t>(x.extent(0)),
                        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
-#if defined(ROOFTOP_HAS_STREAM_VECTORS) && !defined(__CUDA_ARCH__)
+#if defined(ROOFTOP_HAS_VECTOR_ROWS) && !defined(__CUDA_ARCH__)
                          if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
                            if (vector_layout) {
                              const auto* const in = &x(r.row, 0);

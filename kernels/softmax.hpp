@@ -104,7 +104,7 @@ void softmax_row_avx512(const Row& r, const X& x, const Y& y, const T* in, std::
   const ExpMinusMax arg = ExpMinusMax::of_max(m);
   const float s = cpu::softmax_exp_sum(in, e, cols, arg.sub, arg.offset);
   const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
-  if constexpr (cpu::streams_vectors<typename Y::value_type>) {
+  if constexpr (cpu::has_float_lanes<typename Y::value_type>) {
     if (auto* const out = r.vector_stream_row(y, cols)) {
       const __m512 scale = _mm512_set1_ps(inv);
       cpu::stream_vectors(out, cols, r.next_row_of(x), [&](const std::int64_t c) { return _mm512_mul_ps(_mm512_load_ps(e + c), scale); });
@@ -126,7 +126,7 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
   // VM, scratch program, alternating, median GB/s: 32x32768 in cache bf16 29-30 -> 33-34, fp16
   // 29-30.5 -> 32-34; 1024x32768 bf16 22.5-23.4 -> 24.7-25.2, fp16 21-22.6 -> 24; rows of 768
   // and 4096 within noise, 0-8% up.)
-  if constexpr (!Row::gpu && cpu::streams_vectors<std::remove_const_t<typename X::value_type>>) {
+  if constexpr (!Row::gpu && cpu::has_float_lanes<std::remove_const_t<typename X::value_type>>) {
     if (cols == 1 || x.stride(1) == 1) return softmax_row_avx512(r, x, y, &x(r.row, 0), cols);
   }
 #endif

@@ -163,6 +163,108 @@ template <class T>
 }
 #endif
 
+#if !defined(ROOFTOP_HAS_AVX512_CONVERT) && defined(ROOFTOP_HAS_F16C) && defined(ROOFTOP_HAS_AVX2_BF16) && defined(__FMA__)
+#define ROOFTOP_HAS_AVX2_LANES 1
+/// Eight values of T from p (unaligned) as floats, exactly: fp32, bf16 or fp16 (AVX2 hosts).
+template <class T>
+[[gnu::always_inline]] inline __m256 load8(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm256_loadu_ps(p);
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  } else {
+    static_assert(std::is_same_v<T, fp16>, "load8: fp32, bf16 or fp16");
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+}
+
+/// Sixteen floats (lo the first eight) as T, packed into sixteen 16-bit lanes: the bits of
+/// narrow<T> (AVX2 hosts).
+template <class T>
+[[gnu::always_inline]] inline __m256i narrow16(__m256 lo, __m256 hi) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    // packus interleaves the two halves by 128-bit lane; the permute puts them in order.
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(detail::bf16_bits(lo), detail::bf16_bits(hi)), 0xd8);
+  } else {
+    static_assert(std::is_same_v<T, fp16>, "narrow16: bf16 or fp16");
+    constexpr int rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    return _mm256_set_m128i(_mm256_cvtps_ph(hi, rne), _mm256_cvtps_ph(lo, rne));
+  }
+}
+#endif
+
+#if defined(ROOFTOP_HAS_AVX512_CONVERT) || defined(ROOFTOP_HAS_AVX2_LANES)
+#define ROOFTOP_HAS_FLOAT_LANES 1
+/// Host vector code written once for AVX-512 and AVX2: the fp32 register (Floats: sixteen
+/// lanes, or eight), loads of fp32, bf16 or fp16 into it (load_floats), and two registers' worth
+/// of values as the bits of one integer register of T (bits_of: fp32 lo only; 2-byte T both,
+/// narrowed as cpu::narrow does).
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+using Floats = __m512;
+#else
+using Floats = __m256;
+#endif
+inline constexpr std::int64_t float_lanes = sizeof(Floats) / sizeof(float);
+/// Whether Floats code reads and writes T.
+template <class T>
+inline constexpr bool has_float_lanes = std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, fp16>;
+template <class T>
+[[gnu::always_inline]] inline Floats load_floats(const T* p) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  return load16(p);
+#else
+  return load8(p);
+#endif
+}
+/// v in every lane.
+[[gnu::always_inline]] inline Floats splat(float v) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  return _mm512_set1_ps(v);
+#else
+  return _mm256_set1_ps(v);
+#endif
+}
+/// a * b + c, one rounding.
+[[gnu::always_inline]] inline Floats fmadd(Floats a, Floats b, Floats c) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  return _mm512_fmadd_ps(a, b, c);
+#else
+  return _mm256_fmadd_ps(a, b, c);
+#endif
+}
+/// The sum of the lanes of v.
+[[gnu::always_inline]] inline float reduce_add(Floats v) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  return _mm512_reduce_add_ps(v);
+#else
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+#endif
+}
+/// The bits of as many values of T as fill an integer register as wide as Floats, from
+/// vector(j), vector(j + float_lanes), ...: fp32 one Floats as it is, 2-byte T two narrowed as
+/// cpu::narrow does.
+template <class T, class Vector>
+[[gnu::always_inline]] inline auto bits_of(const Vector& vector, std::int64_t j) {
+  static_assert(has_float_lanes<T>, "bits_of: fp32, bf16 or fp16");
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  if constexpr (sizeof(T) == 4) {
+    return _mm512_castps_si512(vector(j));
+  } else {
+    return narrow32<T>(vector(j), vector(j + 16));
+  }
+#else
+  if constexpr (sizeof(T) == 4) {
+    return _mm256_castps_si256(vector(j));
+  } else {
+    return narrow16<T>(vector(j), vector(j + 8));
+  }
+#endif
+}
+#endif
+
 /// compute_t<T>(v) for one value, in a float register without passing through an integer one
 /// (vpinsrw takes its operand straight from memory): fp16 inserted and converted by F16C's
 /// vcvtph2ps where the host has it (one instruction for fp16's integer sequence), bf16 with

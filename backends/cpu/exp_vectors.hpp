@@ -15,6 +15,10 @@
 #if !defined(__CUDA_ARCH__) && defined(__AVX512F__)
 #include <immintrin.h>
 #define ROOFTOP_HAS_EXP_VECTORS 1
+#define ROOFTOP_HAS_EXP_LANES 1
+#elif !defined(__CUDA_ARCH__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define ROOFTOP_HAS_EXP_LANES 1
 #endif
 
 namespace rooftop::cpu {
@@ -59,6 +63,41 @@ struct Exp2Parts {
   return times_sigmoid_of_exp2(x, _mm512_mul_ps(x, _mm512_set1_ps(-math::log2e)));
 }
 ROOFTOP_AVX512_WARNINGS_ON
+#endif
+
+#if !defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_EXP_LANES)
+/// math::times_sigmoid_of_exp2 in eight lanes on AVX2 hosts, the portable form's operations in
+/// the same order (AVX2 has no vscalefps: 2^n is built from the bits of the rounded argument,
+/// as math::detail::scale_by_pow2 does), so the same values bit for bit.
+[[gnu::always_inline]] inline __m256 times_sigmoid_of_exp2(__m256 x, __m256 z) {
+  // vmaxps returns its second operand where either is NaN: z (as the portable select does).
+  const __m256 zc = _mm256_max_ps(_mm256_set1_ps(-125.0f), z);
+  const __m256 magic = _mm256_set1_ps(math::detail::round_magic);
+  const __m256 t = _mm256_add_ps(zc, magic);
+  const __m256 r = _mm256_sub_ps(zc, _mm256_sub_ps(t, magic));
+  using C = math::detail::Exp2Poly;
+  __m256 p = _mm256_set1_ps(C::c5);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c0));
+  const __m256 pow2n = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(t), 23), _mm256_set1_epi32(0x3f800000)));
+  const __m256 gated = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(p, pow2n)));
+  return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(127.0f), _CMP_GT_OQ), gated);
+}
+
+/// math::gelu_tanh in eight lanes.
+[[gnu::always_inline]] inline __m256 gelu_tanh(__m256 x) {
+  const __m256 z = _mm256_mul_ps(x, _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(math::gelu_tanh_c3),
+                                                    _mm256_set1_ps(math::gelu_tanh_c1)));
+  return times_sigmoid_of_exp2(x, z);
+}
+
+/// math::silu in eight lanes.
+[[gnu::always_inline]] inline __m256 silu(__m256 x) {
+  return times_sigmoid_of_exp2(x, _mm256_mul_ps(x, _mm256_set1_ps(-math::log2e)));
+}
 #endif
 
 }  // namespace rooftop::cpu

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
-/// The sums a norm row needs over contiguous fp32, bf16 or fp16 values with AVX-512, each value
-/// widened as it is loaded (cpu::load16): sixteen lanes in four independent registers (a
-/// multiply-add chain per register), the elements after the last whole block of 64 summed one
-/// by one, the partials then combined in a fixed order. kernels/norm.hpp's statistics on
-/// AVX-512 hosts: the portable fold read fp16 rows through a copy widened into scratch first
-/// (a pass more over each row) and kept two registers of partials. Also the partials of
-/// reduce.hpp's sum of bf16/fp16 and nrm2 of fp16 (sum_partials, sum_square_partials).
+/// The sums a norm row needs over contiguous fp32, bf16 or fp16 values with AVX-512 or AVX2,
+/// each value widened as it is loaded (cpu::load_floats): four independent registers of lanes
+/// (a multiply-add chain per register), the elements after the last whole block of four
+/// registers summed one by one, the partials then combined in a fixed order. kernels/norm.hpp's
+/// statistics on those hosts: the portable fold read fp16 rows through a copy widened into
+/// scratch first (a pass more over each row) and kept two registers of partials. Also the
+/// partials of reduce.hpp's sum of bf16/fp16 and nrm2 of fp16 with AVX-512 (sum_partials,
+/// sum_square_partials).
 #pragma once
 
 #include "avx512_warnings.hpp"
@@ -16,20 +17,21 @@
 
 namespace rooftop::cpu {
 
-#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+#if defined(ROOFTOP_HAS_FLOAT_LANES)
 ROOFTOP_AVX512_WARNINGS_OFF
 namespace detail {
-/// Folds acc[k] = f(k, acc[k], v) over x[0, n) in blocks of 64 (v: sixteen values, k: which of
-/// the four accumulators of sixteen lanes), then tail(c) for the elements after the last block;
-/// returns the four accumulators summed.
+/// Folds acc[k] = f(k, acc[k], v) over x[0, n) in blocks of four registers (v: a register of
+/// values, k: which of the four accumulators), then tail(c) for the elements after the last
+/// block; returns the four accumulators summed. (Eight registers with AVX2, as many partials
+/// as AVX-512's four: no faster on the Zen 3 VM.)
 template <class T, class F, class Tail>
-[[gnu::always_inline]] inline __m512 fold_row(const T* x, std::int64_t n, const F& f, const Tail& tail) {
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+[[gnu::always_inline]] inline Floats fold_row(const T* x, std::int64_t n, const F& f, const Tail& tail) {
+  Floats acc[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
   std::int64_t c = 0;
-  for (; c + 64 <= n; c += 64)
-    for (int k = 0; k < 4; ++k) acc[k] = f(k, acc[k], load16(x + c + 16 * k));
+  for (; c + 4 * float_lanes <= n; c += 4 * float_lanes)
+    for (int k = 0; k < 4; ++k) acc[k] = f(k, acc[k], load_floats(x + c + float_lanes * k));
   for (; c < n; ++c) tail(c);
-  return _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 }  // namespace detail
 
@@ -37,45 +39,50 @@ template <class T, class F, class Tail>
 template <class T>
 inline float row_sum(const T* x, std::int64_t n) {
   float rest = 0.0f;
-  const __m512 s = detail::fold_row(
-      x, n, [](int, __m512 acc, __m512 v) { return _mm512_add_ps(acc, v); }, [&](std::int64_t c) { rest += float(x[c]); });
-  return _mm512_reduce_add_ps(s) + rest;
+  const Floats s = detail::fold_row(
+      x, n, [](int, Floats acc, Floats v) { return acc + v; }, [&](std::int64_t c) { rest += float(x[c]); });
+  return reduce_add(s) + rest;
 }
 
 /// The sum of squares of x[0, n).
 template <class T>
 inline float row_sum_squares(const T* x, std::int64_t n) {
   float rest = 0.0f;
-  const __m512 s = detail::fold_row(
-      x, n, [](int, __m512 acc, __m512 v) { return _mm512_fmadd_ps(v, v, acc); },
+  const Floats s = detail::fold_row(
+      x, n, [](int, Floats acc, Floats v) { return fmadd(v, v, acc); },
       [&](std::int64_t c) {
         const float v = float(x[c]);
         rest += v * v;
       });
-  return _mm512_reduce_add_ps(s) + rest;
+  return reduce_add(s) + rest;
 }
 
 /// The sums of d = x[c] - shift and of d^2 over x[0, n), into a and b.
 template <class T>
 inline void row_deviation_sums(const T* x, std::int64_t n, float shift, float& a, float& b) {
-  const __m512 s = _mm512_set1_ps(shift);
-  __m512 squares[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  const Floats s = splat(shift);
+  Floats squares[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
   float rest_a = 0.0f, rest_b = 0.0f;
-  const __m512 sums = detail::fold_row(
+  const Floats sums = detail::fold_row(
       x, n,
-      [&](const int k, __m512 acc, __m512 v) {
-        const __m512 d = _mm512_sub_ps(v, s);
-        squares[k] = _mm512_fmadd_ps(d, d, squares[k]);
-        return _mm512_add_ps(acc, d);
+      [&](const int k, Floats acc, Floats v) {
+        const Floats d = v - s;
+        squares[k] = fmadd(d, d, squares[k]);
+        return acc + d;
       },
       [&](std::int64_t c) {
         const float d = float(x[c]) - shift;
         rest_a += d;
         rest_b += d * d;
       });
-  a = _mm512_reduce_add_ps(sums) + rest_a;
-  b = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(squares[0], squares[1]), _mm512_add_ps(squares[2], squares[3]))) + rest_b;
+  a = reduce_add(sums) + rest_a;
+  b = reduce_add((squares[0] + squares[1]) + (squares[2] + squares[3])) + rest_b;
 }
+ROOFTOP_AVX512_WARNINGS_ON
+#endif
+
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+ROOFTOP_AVX512_WARNINGS_OFF
 /// The partials of reduce_inputs' fold (kernels/reduce.hpp's sum and nrm2) over x[0, n) of a
 /// 2-byte T, each value widened as it is loaded instead of through a widened copy in L1: part[k]
 /// receives elements k, k + lanes, k + 2 lanes, ... in turn, as detail::fold_lanes adds them

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
 /// Host row kernels' vector output: a row of fp32, bf16 or fp16 streamed a cache line at a time
-/// as its values come out of AVX-512 code (stream_vectors), for the row ops that compute in
-/// vector registers (kernels/softmax.hpp, kernels/norm.hpp through RowTeam::vector_stream_row).
+/// as its values come out of AVX-512 or AVX2 code (stream_vectors), for the row ops that
+/// compute in vector registers (kernels/softmax.hpp, kernels/norm.hpp through
+/// RowTeam::vector_stream_row).
 #pragma once
 
 #include "avx512_warnings.hpp"
@@ -17,38 +18,11 @@ namespace rooftop::cpu {
 #if defined(ROOFTOP_HAS_AVX512_CONVERT) && defined(ROOFTOP_HAS_STREAMING_STORES)
 #define ROOFTOP_HAS_STREAM_VECTORS 1
 ROOFTOP_AVX512_WARNINGS_OFF
-/// Whether stream_vectors writes T: fp32, and the 2-byte types (AVX-512 hosts).
-template <class T>
-inline constexpr bool streams_vectors = std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, fp16>;
-
 /// Streams the 64-byte line out (aligned) of a 2-byte T: the 32 floats of lo and hi narrowed
 /// as cpu::narrow does (narrow32).
 template <class T>
 [[gnu::always_inline]] inline void stream_narrowed_line(T* out, __m512 lo, __m512 hi) {
   _mm512_stream_si512(reinterpret_cast<__m512i*>(out), narrow32<T>(lo, hi));
-}
-
-/// out[c, c + 16) = T(f(c)) (f returns an __m512 of fp32 values) for c = 0, 16, ..., n - 16,
-/// a cache line streamed as soon as its values are computed (16 fp32 values, or 32 narrowed
-/// as cpu::narrow does), with the lines of `ahead` at the same elements prefetched into L2:
-/// out line-aligned, n a whole number of lines. The caller fences. For row kernels whose vector
-/// code reads its inputs through raw pointers: through stream_values' L1 buffer (a generic
-/// value(j) computed 64 at a time) the same rows ran 15-20% slower (Zen 5 VM, 2 threads,
-/// 8192x4096 fp32, scratch program, three alternations, GB/s: rmsnorm 45-46 -> 49-52 at
-/// 0.91-0.96 of a hand-written loop beside it, softmax 44 -> 51-52; 16384x4096, bf16 / fp16:
-/// rmsnorm 27-31 / 25-29 -> 31-33 / 28-32, softmax 21-25 / 21-24 -> 23-26 / 24-27).
-template <class T, class F>
-[[gnu::always_inline]] inline void stream_vectors(T* out, std::int64_t n, const Prefetch& ahead, const F& f) {
-  static_assert(streams_vectors<T>, "stream_vectors: fp32, bf16 or fp16 outputs");
-  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
-  for (std::int64_t c = 0; c < n; c += line) {
-    ahead.lines(c * ahead.element_bytes, (c + line) * ahead.element_bytes);
-    if constexpr (std::is_same_v<T, float>) {
-      _mm512_stream_ps(out + c, f(c));
-    } else {
-      stream_narrowed_line(out + c, f(c), f(c + 16));
-    }
-  }
 }
 
 /// The 32 values of a 2-byte T at in (unaligned) as floats into w (aligned).
@@ -57,6 +31,34 @@ template <class T>
   static_assert(sizeof(T) == 2, "widen_line: bf16 or fp16");
   _mm512_store_ps(w, load16(in));
   _mm512_store_ps(w + 16, load16(in + 16));
+}
+ROOFTOP_AVX512_WARNINGS_ON
+#endif
+
+#if defined(ROOFTOP_HAS_FLOAT_LANES) && defined(ROOFTOP_HAS_WHOLE_LINES)
+/// Row kernels' vector code on AVX-512 and AVX2 hosts (stream_vectors below,
+/// RowTeam::vector_stream_row).
+#define ROOFTOP_HAS_VECTOR_ROWS 1
+ROOFTOP_AVX512_WARNINGS_OFF
+/// out[c, c + float_lanes) = T(f(c)) (f returns a Floats of fp32 values) for c = 0,
+/// float_lanes, ..., n - float_lanes, a cache line streamed as soon as its values are computed
+/// (fp32 values, or 2-byte ones narrowed as cpu::narrow does), with the lines of `ahead` at the
+/// same elements prefetched into L2: out line-aligned, n a whole number of lines. The caller
+/// fences. For row kernels whose vector code reads its inputs through raw pointers: through
+/// stream_values' L1 buffer (a generic value(j) computed 64 at a time) the same rows ran
+/// 15-20% slower (Zen 5 VM, 2 threads, 8192x4096 fp32, scratch program, three alternations,
+/// GB/s: rmsnorm 45-46 -> 49-52 at 0.91-0.96 of a hand-written loop beside it, softmax 44 ->
+/// 51-52; 16384x4096, bf16 / fp16: rmsnorm 27-31 / 25-29 -> 31-33 / 28-32, softmax 21-25 /
+/// 21-24 -> 23-26 / 24-27).
+template <class T, class F>
+[[gnu::always_inline]] inline void stream_vectors(T* out, std::int64_t n, const Prefetch& ahead, const F& f) {
+  static_assert(has_float_lanes<T>, "stream_vectors: fp32, bf16 or fp16 outputs");
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t per_store = static_cast<std::int64_t>(sizeof(Floats) / sizeof(T));
+  for (std::int64_t c = 0; c < n; c += line) {
+    ahead.lines(c * ahead.element_bytes, (c + line) * ahead.element_bytes);
+    for (std::int64_t q = 0; q < line; q += per_store) store_bits<true>(out + c + q, bits_of<T>(f, c + q));
+  }
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif

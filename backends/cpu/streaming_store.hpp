@@ -155,6 +155,31 @@ inline void stream_whole_lines(void* dst, const void* src, std::size_t n, const 
   copy_short(d + i, s + i, n - i);
 }
 
+#if defined(ROOFTOP_HAS_STREAMING_STORES) && defined(__AVX2__)
+/// Host code that writes whole registers of bits (map_whole_lines, stream_vectors): 256-bit
+/// ones with AVX2, and 512-bit ones with AVX-512.
+#define ROOFTOP_HAS_WHOLE_LINES 1
+/// Stores one register of bits at the aligned p, streamed where `streamed`.
+template <bool streamed>
+[[gnu::always_inline]] inline void store_bits(void* p, __m256i bits) {
+  if constexpr (streamed) {
+    _mm256_stream_si256(static_cast<__m256i*>(p), bits);
+  } else {
+    _mm256_store_si256(static_cast<__m256i*>(p), bits);
+  }
+}
+#if defined(__AVX512F__)
+template <bool streamed>
+[[gnu::always_inline]] inline void store_bits(void* p, __m512i bits) {
+  if constexpr (streamed) {
+    _mm512_stream_si512(static_cast<__m512i*>(p), bits);
+  } else {
+    _mm512_store_si512(p, bits);
+  }
+}
+#endif
+#endif
+
 /// Streams the 64 bytes at src (64-byte aligned) to the 64-byte aligned line dst: one 512-bit
 /// streaming store on AVX-512 hosts, else as stream_whole_lines stores a line.
 [[gnu::always_inline]] inline void stream_line(void* dst, const void* src) {
