@@ -8,8 +8,8 @@
 /// comes first, then e = exp(x - max) is computed once per entry, summed and kept, and a last
 /// pass writes e / sum: exp is what bounds this op on CPUs. On the host e is kept in a scratch
 /// row per thread (in L2 for rows up to ~64K columns), so x is read from memory once and large
-/// outputs are written with streaming stores; on AVX-512 hosts the passes are vector code
-/// (softmax_row_avx512, backends/cpu/softmax_row.hpp); on GPUs an fp32 y holds e, and bf16/fp16 rows
+/// outputs are written with streaming stores; on AVX-512 and AVX2 hosts the passes are vector
+/// code (softmax_row_vector, backends/cpu/softmax_row.hpp); on GPUs an fp32 y holds e, and bf16/fp16 rows
 /// are read once with an online max and sum (per partial the running max m and the sum s of
 /// exp(x - m), rescaled when m grows) and exp is evaluated again for the output.
 /// -Inf entries (masked) get 0. A row whose entries are all -Inf gets all 0 (there is nothing
@@ -89,8 +89,8 @@ struct ExpMinusMax {
   }
 };
 
-#if defined(ROOFTOP_HAS_AVX512_SOFTMAX) && defined(ROOFTOP_HAS_STREAM_VECTORS)
-/// One row of softmax on an AVX-512 host whose values (fp32, bf16 or fp16) are contiguous at
+#if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
+/// One row of softmax on an AVX-512 or AVX2 host whose values (fp32, bf16 or fp16) are contiguous at
 /// `in`, read in place: the max and the exponentials (into the scratch row) in
 /// vector code (backends/cpu/softmax_row.hpp: the same exponentials as ExpMinusMax, summed in
 /// another order), then the output. Large rows of whole lines are streamed from the
@@ -98,7 +98,7 @@ struct ExpMinusMax {
 /// through write()'s 256-byte L1 buffer fp32 rows ran at 36.5-38.6 GB/s against 42.4-43.1 this
 /// way (8192x4096, 2 threads, Zen 5 VM, scratch program, three alternations).
 template <class Row, class X, class Y, class T>
-void softmax_row_avx512(const Row& r, const X& x, const Y& y, const T* in, std::int64_t cols) {
+void softmax_row_vector(const Row& r, const X& x, const Y& y, const T* in, std::int64_t cols) {
   const float m = cpu::softmax_max(in, cols);
   float* const e = r.scratch;
   const ExpMinusMax arg = ExpMinusMax::of_max(m);
@@ -106,8 +106,8 @@ void softmax_row_avx512(const Row& r, const X& x, const Y& y, const T* in, std::
   const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
   if constexpr (cpu::has_float_lanes<typename Y::value_type>) {
     if (auto* const out = r.vector_stream_row(y, cols)) {
-      const __m512 scale = _mm512_set1_ps(inv);
-      cpu::stream_vectors(out, cols, r.next_row_of(x), [&](const std::int64_t c) { return _mm512_mul_ps(_mm512_load_ps(e + c), scale); });
+      const cpu::Floats scale = cpu::splat(inv);
+      cpu::stream_vectors(out, cols, r.next_row_of(x), [&](const std::int64_t c) { return cpu::load_floats(e + c) * scale; });
       return;
     }
   }
@@ -120,14 +120,14 @@ template <class Row, class X, class Y>
 KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, std::int64_t cols) {
   using T = typename Y::value_type;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
-#if defined(ROOFTOP_HAS_AVX512_SOFTMAX) && defined(ROOFTOP_HAS_STREAM_VECTORS)
-  // AVX-512 hosts: contiguous rows of any dtype read in place, each value widened as it is
+#if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
+  // AVX-512 and AVX2 hosts: contiguous rows of any dtype read in place, each value widened as it is
   // loaded. (2-byte rows were widened into the scratch row first, a pass more: 2 threads, Zen 5
   // VM, scratch program, alternating, median GB/s: 32x32768 in cache bf16 29-30 -> 33-34, fp16
   // 29-30.5 -> 32-34; 1024x32768 bf16 22.5-23.4 -> 24.7-25.2, fp16 21-22.6 -> 24; rows of 768
   // and 4096 within noise, 0-8% up.)
   if constexpr (!Row::gpu && cpu::has_float_lanes<std::remove_const_t<typename X::value_type>>) {
-    if (cols == 1 || x.stride(1) == 1) return softmax_row_avx512(r, x, y, &x(r.row, 0), cols);
+    if (cols == 1 || x.stride(1) == 1) return softmax_row_vector(r, x, y, &x(r.row, 0), cols);
   }
 #endif
   // Elsewhere on the host, 2-byte rows are widened into the scratch row first (RowTeam::input);

@@ -66,15 +66,13 @@ ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
 #if !defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_EXP_LANES)
-/// math::times_sigmoid_of_exp2 in eight lanes on AVX2 hosts, the portable form's operations in
-/// the same order (AVX2 has no vscalefps: 2^n is built from the bits of the rounded argument,
-/// as math::detail::scale_by_pow2 does), so the same values bit for bit.
-[[gnu::always_inline]] inline __m256 times_sigmoid_of_exp2(__m256 x, __m256 z) {
-  // vmaxps returns its second operand where either is NaN: z (as the portable select does).
-  const __m256 zc = _mm256_max_ps(_mm256_set1_ps(-125.0f), z);
+/// math::exp2_in_range in eight lanes on AVX2 hosts: the portable form's operations in the same
+/// order (AVX2 has no vscalefps: 2^n is built from the bits of the rounded argument, as
+/// math::detail::scale_by_pow2 does), so the same values bit for bit.
+[[gnu::always_inline]] inline __m256 exp2_in_range(__m256 z) {
   const __m256 magic = _mm256_set1_ps(math::detail::round_magic);
-  const __m256 t = _mm256_add_ps(zc, magic);
-  const __m256 r = _mm256_sub_ps(zc, _mm256_sub_ps(t, magic));
+  const __m256 t = _mm256_add_ps(z, magic);
+  const __m256 r = _mm256_sub_ps(z, _mm256_sub_ps(t, magic));
   using C = math::detail::Exp2Poly;
   __m256 p = _mm256_set1_ps(C::c5);
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c4));
@@ -83,7 +81,14 @@ ROOFTOP_AVX512_WARNINGS_ON
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c1));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c0));
   const __m256 pow2n = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(t), 23), _mm256_set1_epi32(0x3f800000)));
-  const __m256 gated = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(p, pow2n)));
+  return _mm256_mul_ps(p, pow2n);
+}
+
+/// math::times_sigmoid_of_exp2 in eight lanes.
+[[gnu::always_inline]] inline __m256 times_sigmoid_of_exp2(__m256 x, __m256 z) {
+  // vmaxps returns its second operand where either is NaN: z (as the portable select does).
+  const __m256 e = exp2_in_range(_mm256_max_ps(_mm256_set1_ps(-125.0f), z));
+  const __m256 gated = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
   return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(127.0f), _CMP_GT_OQ), gated);
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
 /// The passes of a host softmax row over contiguous fp32, bf16 or fp16 values (each widened as
-/// it is loaded) before its output, with AVX-512
-/// (kernels/softmax.hpp's softmax_row_avx512, which then writes e / sum through
+/// it is loaded) before its output, with AVX-512 or AVX2
+/// (kernels/softmax.hpp's softmax_row_vector, which then writes e / sum through
 /// cpu::stream_vectors): the row max, then e = exp(x - max) kept in a scratch row and summed
 /// in registers. The exponential is exp_vectors.hpp's (the same values as math::exp2_in_range,
 /// bit for bit). One thread, 32x4096 fp32 in L2, Zen 5 VM: 0.203 -> 0.186 ns per element
@@ -20,6 +20,7 @@
 
 #if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_AVX512_CONVERT)
 #define ROOFTOP_HAS_AVX512_SOFTMAX 1
+#define ROOFTOP_HAS_VECTOR_SOFTMAX 1
 #endif
 
 namespace rooftop::cpu {
@@ -96,6 +97,74 @@ inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, fl
 }
 
 ROOFTOP_AVX512_WARNINGS_ON
+#elif defined(ROOFTOP_HAS_AVX2_LANES) && defined(ROOFTOP_HAS_EXP_LANES)
+#define ROOFTOP_HAS_VECTOR_SOFTMAX 1
+/// The same passes in eight lanes on AVX2 hosts; the elements after the last whole register
+/// (or block) go through a zero-padded register too, so every exponential is the vector one.
+namespace detail {
+/// 2^z, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_in_range's values.
+[[gnu::always_inline]] inline __m256 exp2_or_zero(__m256 z) {
+  return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-125.0f), _CMP_LT_OQ), exp2_in_range(z));
+}
+/// The largest lane of v (none of them NaN).
+[[gnu::always_inline]] inline float max_lane(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+}  // namespace detail
+
+/// The largest of x[0, n) (fp32, bf16 or fp16, each value widened as it is loaded), skipping
+/// NaN entries (as softmax's detail::Max does); -Inf for an empty or all -Inf row.
+template <class T>
+inline float softmax_max(const T* x, std::int64_t n) {
+  const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 m[4] = {minus_inf, minus_inf, minus_inf, minus_inf};
+  std::int64_t c = 0;
+  // vmaxps returns its second operand where either is NaN: the running max.
+  for (; c + 32 <= n; c += 32)
+    for (int k = 0; k < 4; ++k) m[k] = _mm256_max_ps(load8(x + c + 8 * k), m[k]);
+  float rest = detail::max_lane(_mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3])));
+  for (; c < n; ++c) {
+    const float v = float(x[c]);
+    rest = v > rest ? v : rest;
+  }
+  return rest;
+}
+
+/// e[c] = 2^((x[c] - sub) log2(e) - offset) for c in [0, n) (softmax's detail::ExpMinusMax),
+/// returning their sum; x fp32, bf16 or fp16 (widened as loaded), e 32-byte aligned.
+template <class T>
+inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, float offset) {
+  const __m256 log2e = _mm256_set1_ps(math::log2e), minus_offset = _mm256_set1_ps(-offset), shift = _mm256_set1_ps(sub);
+  auto pass = [&](auto shifted) {
+    auto exp_of = [&](const __m256 v) {
+      return detail::exp2_or_zero(_mm256_fmadd_ps(decltype(shifted)::value ? _mm256_sub_ps(v, shift) : v, log2e, minus_offset));
+    };
+    __m256 s[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    std::int64_t c = 0;
+    for (; c + 16 <= n; c += 16)
+      for (int k = 0; k < 2; ++k) {
+        const __m256 v = exp_of(load8(x + c + 8 * k));
+        _mm256_store_ps(e + c + 8 * k, v);
+        s[k] = _mm256_add_ps(s[k], v);
+      }
+    float rest = 0.0f;
+    for (; c < n; c += 8) {
+      alignas(32) float w[8] = {};
+      const std::int64_t count = n - c < 8 ? n - c : 8;
+      for (std::int64_t i = 0; i < count; ++i) w[i] = float(x[c + i]);
+      _mm256_store_ps(w, exp_of(_mm256_load_ps(w)));
+      for (std::int64_t i = 0; i < count; ++i) {
+        e[c + i] = w[i];
+        rest += w[i];
+      }
+    }
+    return reduce_add(_mm256_add_ps(s[0], s[1])) + rest;
+  };
+  // (x - 0 is x: the subtraction is left out of the rows that do not need it.)
+  return sub == 0.0f ? pass(std::false_type{}) : pass(std::true_type{});
+}
 #endif
 
 }  // namespace rooftop::cpu
