@@ -142,7 +142,9 @@ bool overlap(const X& x, const Y& y) {
     // Whether r = sum of delta_k stride[k] over k >= level, |delta_k| < extent[k]: at each level
     // only the two multiples of stride[k] around r can leave a remainder the rest can reach.
     auto reachable = [&](auto&& self, int level, std::int64_t r) -> bool {
-      if (level == dims) return r == 0;
+      // (dims <= rank: the second test only tells the compiler so, where g++ 11 warned of
+      // reads past the arrays.)
+      if (level == dims || level >= rank) return r == 0;
       const std::int64_t s = stride[level], low = r >= 0 ? r / s : -((-r + s - 1) / s);  // floor(r / s)
       for (std::int64_t delta = low; delta <= low + 1; ++delta)
         if (delta > -extent[level] && delta < extent[level] && r - delta * s <= reach[level] && delta * s - r <= reach[level] &&

@@ -1,27 +1,43 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
-/// core/math.hpp's exp2 and the gates built on it, sixteen fp32 lanes at a time with AVX-512,
-/// the same values bit for bit: the rounding of the argument and the scaling by 2^n are one
-/// instruction each (vrndscaleps, vscalefps), where GCC's vectorization of the portable form
-/// takes five (adding and subtracting a rounding constant, a shift, an integer add, a
-/// multiply). vscalefps multiplies by 2^n exactly as math::detail::scale_by_pow2 does, and
-/// rounding to nearest is what the portable form's constant does. Used by softmax's rows
-/// (softmax_row.hpp) and by GELU (tanh form) and SiLU on the host (kernels/activation.hpp).
+/// core/math.hpp's exp2 and the gates built on it, sixteen fp32 lanes at a time with AVX-512 and
+/// eight with AVX2, the same values bit for bit. With AVX-512 the rounding of the argument and
+/// the scaling by 2^n are one instruction each (vrndscaleps, vscalefps), where GCC's
+/// vectorization of the portable form takes five (adding and subtracting a rounding constant,
+/// a shift, an integer add, a multiply). vscalefps multiplies by 2^n exactly as
+/// math::detail::scale_by_pow2 does, and rounding to nearest is what the portable form's
+/// constant does. With AVX2, the portable form's operations in intrinsics. Used by softmax's
+/// rows (softmax_row.hpp) and by GELU (tanh form) and SiLU on the host (kernels/activation.hpp).
 #pragma once
 
 #include "../../core/math.hpp"
 #include "avx512_warnings.hpp"
+#include "convert.hpp"
 
-#if !defined(__CUDA_ARCH__) && defined(__AVX512F__)
-#include <immintrin.h>
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
 #define ROOFTOP_HAS_EXP_VECTORS 1
-#define ROOFTOP_HAS_EXP_LANES 1
-#elif !defined(__CUDA_ARCH__) && defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
+#endif
+#if defined(ROOFTOP_HAS_FLOAT_LANES)
 #define ROOFTOP_HAS_EXP_LANES 1
 #endif
 
 namespace rooftop::cpu {
+
+#if defined(ROOFTOP_HAS_EXP_LANES)
+ROOFTOP_AVX512_WARNINGS_OFF
+/// math::detail::exp2_poly in lanes (AVX-512 or AVX2): 2^r for r in [-1/2, 1/2], the same
+/// chain of fmas, so the same values.
+[[gnu::always_inline]] inline Floats exp2_poly(Floats r) {
+  using C = math::detail::Exp2Poly;
+  Floats p = splat(C::c5);
+  p = fmadd(p, r, splat(C::c4));
+  p = fmadd(p, r, splat(C::c3));
+  p = fmadd(p, r, splat(C::c2));
+  p = fmadd(p, r, splat(C::c1));
+  return fmadd(p, r, splat(C::c0));
+}
+ROOFTOP_AVX512_WARNINGS_ON
+#endif
 
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
 ROOFTOP_AVX512_WARNINGS_OFF
@@ -32,15 +48,7 @@ struct Exp2Parts {
 };
 [[gnu::always_inline]] inline Exp2Parts exp2_parts(__m512 z) {
   const __m512 n = _mm512_roundscale_ps(z, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_sub_ps(z, n);
-  using C = math::detail::Exp2Poly;
-  __m512 p = _mm512_set1_ps(C::c5);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c4));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c3));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c2));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c1));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C::c0));
-  return {p, n};
+  return {exp2_poly(_mm512_sub_ps(z, n)), n};
 }
 
 /// math::times_sigmoid_of_exp2 in lanes: x / (1 + 2^max(z, -125)), 0 where z > 127.
@@ -49,18 +57,6 @@ struct Exp2Parts {
   const Exp2Parts e = exp2_parts(_mm512_max_ps(_mm512_set1_ps(-125.0f), z));
   const __m512 gated = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_scalef_ps(e.p, e.n)));
   return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(z, _mm512_set1_ps(127.0f), _CMP_NGT_UQ), gated);
-}
-
-/// math::gelu_tanh in lanes.
-[[gnu::always_inline]] inline __m512 gelu_tanh(__m512 x) {
-  const __m512 z = _mm512_mul_ps(x, _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(math::gelu_tanh_c3),
-                                                    _mm512_set1_ps(math::gelu_tanh_c1)));
-  return times_sigmoid_of_exp2(x, z);
-}
-
-/// math::silu in lanes.
-[[gnu::always_inline]] inline __m512 silu(__m512 x) {
-  return times_sigmoid_of_exp2(x, _mm512_mul_ps(x, _mm512_set1_ps(-math::log2e)));
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
@@ -72,14 +68,7 @@ ROOFTOP_AVX512_WARNINGS_ON
 [[gnu::always_inline]] inline __m256 exp2_in_range(__m256 z) {
   const __m256 magic = _mm256_set1_ps(math::detail::round_magic);
   const __m256 t = _mm256_add_ps(z, magic);
-  const __m256 r = _mm256_sub_ps(z, _mm256_sub_ps(t, magic));
-  using C = math::detail::Exp2Poly;
-  __m256 p = _mm256_set1_ps(C::c5);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c4));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c3));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c2));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c1));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C::c0));
+  const __m256 p = exp2_poly(_mm256_sub_ps(z, _mm256_sub_ps(t, magic)));
   const __m256 pow2n = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(t), 23), _mm256_set1_epi32(0x3f800000)));
   return _mm256_mul_ps(p, pow2n);
 }
@@ -91,18 +80,18 @@ ROOFTOP_AVX512_WARNINGS_ON
   const __m256 gated = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
   return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(127.0f), _CMP_GT_OQ), gated);
 }
+#endif
 
-/// math::gelu_tanh in eight lanes.
-[[gnu::always_inline]] inline __m256 gelu_tanh(__m256 x) {
-  const __m256 z = _mm256_mul_ps(x, _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(math::gelu_tanh_c3),
-                                                    _mm256_set1_ps(math::gelu_tanh_c1)));
-  return times_sigmoid_of_exp2(x, z);
+#if defined(ROOFTOP_HAS_EXP_LANES)
+ROOFTOP_AVX512_WARNINGS_OFF
+/// math::gelu_tanh in lanes.
+[[gnu::always_inline]] inline Floats gelu_tanh(Floats x) {
+  return times_sigmoid_of_exp2(x, x * fmadd(x * x, splat(math::gelu_tanh_c3), splat(math::gelu_tanh_c1)));
 }
 
-/// math::silu in eight lanes.
-[[gnu::always_inline]] inline __m256 silu(__m256 x) {
-  return times_sigmoid_of_exp2(x, _mm256_mul_ps(x, _mm256_set1_ps(-math::log2e)));
-}
+/// math::silu in lanes.
+[[gnu::always_inline]] inline Floats silu(Floats x) { return times_sigmoid_of_exp2(x, x * splat(-math::log2e)); }
+ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
 }  // namespace rooftop::cpu
