@@ -82,7 +82,15 @@ void norm_row_out(const Row& r, const XT* in, const Y& y, std::int64_t cols, flo
     cpu::stream_vectors(out, cols, ahead, vector);
     return;
   }
-  map_lines<false>(&y(r.row, 0), cols, vector, [&](const std::int64_t c) {
+  // Rows stored plainly prefetch `ahead` as they go where they are 4 KB or more, as
+  // RowTeam::write's narrowed rows do: a line per register that starts one.
+  const cpu::Prefetch next = ahead.element_bytes * cols >= 4096 ? ahead : cpu::Prefetch{};
+  auto prefetching = [&](const std::int64_t c) {
+    const std::int64_t b = c * next.element_bytes;
+    if (b % 64 < cpu::float_lanes * next.element_bytes) next.line(b);
+    return vector(c);
+  };
+  map_lines<false>(&y(r.row, 0), cols, prefetching, [&](const std::int64_t c) {
     float v = (float(in[c]) - shift) * scale;
     if (w) v *= float(w[c]);
     if (b) v += float(b[c]);
