@@ -76,8 +76,8 @@ inline constexpr bool activation_lanes_pay = cpu::has_float_lanes<T> && !(cpu::f
 /// median GB/s: gelu bf16 2^26 22 -> 31, silu bf16 26 -> 35, gelu fp32 2^18 (in L2) 70-72 ->
 /// 75-76, 2^25 36 -> 37 (memory); one thread in L1, 7.8 against 8.9 cycles per sixteen fp32.
 /// AVX2 lanes, Zen 3 VM, one thread, 64x4096 (in L3), min of six alternations, ns per element:
-/// gelu fp32 0.43 -> 0.40, bf16 0.79 -> 0.70, fp16 0.53 -> 0.46; silu fp32 0.35 -> 0.32, bf16
-/// 0.62 -> 0.59, fp16 0.45 -> 0.39.
+/// gelu fp32 0.43 -> 0.40, fp16 0.53 -> 0.46; silu fp32 0.35 -> 0.32, fp16 0.45 -> 0.39 (bf16:
+/// see activation_lanes_pay).
 template <Stores stores, class Exec, class X, class Y, class F>
 bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, const F& f) {
   using T = typename Y::value_type;
