@@ -88,6 +88,11 @@ inline __m256i bf16_bits(__m256 f) {
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
   return _mm256_srli_epi32(_mm256_blendv_epi8(rounded, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan), 16);
 }
+/// bf16(f) for sixteen floats (lo the first eight), packed into sixteen 16-bit lanes in order:
+/// packus interleaves the two halves by 128-bit lane; the permute puts them in order.
+inline __m256i bf16_bits(__m256 lo, __m256 hi) {
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_bits(lo), bf16_bits(hi)), 0xd8);
+}
 }  // namespace detail
 #endif
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)
@@ -184,8 +189,7 @@ template <class T>
 template <class T>
 [[gnu::always_inline]] inline __m256i narrow16(__m256 lo, __m256 hi) {
   if constexpr (std::is_same_v<T, bf16>) {
-    // packus interleaves the two halves by 128-bit lane; the permute puts them in order.
-    return _mm256_permute4x64_epi64(_mm256_packus_epi32(detail::bf16_bits(lo), detail::bf16_bits(hi)), 0xd8);
+    return detail::bf16_bits(lo, hi);
   } else {
     static_assert(std::is_same_v<T, fp16>, "narrow16: bf16 or fp16");
     constexpr int rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
@@ -343,12 +347,8 @@ template <class T>
     for (; j < n - n % 16; j += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), detail::bf16_bits(_mm512_loadu_ps(in + j)));
 #elif defined(ROOFTOP_HAS_AVX2_BF16)
   if constexpr (std::is_same_v<T, bf16>)
-    for (; j < n - n % 16; j += 16) {
-      // packus interleaves the two halves by 128-bit lane; the permute puts them in order.
-      const __m256i packed = _mm256_packus_epi32(detail::bf16_bits(_mm256_loadu_ps(in + j)),
-                                                 detail::bf16_bits(_mm256_loadu_ps(in + j + 8)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm256_permute4x64_epi64(packed, 0xd8));
-    }
+    for (; j < n - n % 16; j += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), detail::bf16_bits(_mm256_loadu_ps(in + j), _mm256_loadu_ps(in + j + 8)));
 #endif
   for (; j < n; ++j) out[j] = T(in[j]);
 }
