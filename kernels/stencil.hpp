@@ -12,7 +12,8 @@
 /// out must be distinct, non-overlapping Views of the same extents (a Jacobi sweep reads only
 /// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
 /// Dense host grids are swept a run of rows at a time (stencil_rows), large ones with streaming
-/// stores and a prefetch of the next plane; 2-byte grids there where the host has AVX-512.
+/// stores and a prefetch of the next plane; 2-byte grids there where the host has AVX-512 or
+/// AVX2 (cpu::stencil_span).
 #pragma once
 
 #include "../core/cost.hpp"
@@ -45,7 +46,7 @@ struct StencilShape {
 };
 
 /// The host sweep where both Views are dense LayoutRight (strides ny*nz, nz, 1), fp32 or fp64,
-/// or bf16 or fp16 where the host converts with AVX-512. The work items are runs of whole rows
+/// or bf16 or fp16 where the host has cpu::stencil_span (AVX-512 or AVX2). The work items are runs of whole rows
 /// (i, j) of about 32 KB of out, in memory order, so each thread walks its own run of planes.
 /// Cache-sized grids (not `streamed`) are written in place; the 3D range below them ran 1.1-3x
 /// slower in fp32/fp64 and 3-8x in bf16/fp16 (81^3 to 128^3, 2 threads, Zen 5 VM, scratch
@@ -86,18 +87,23 @@ void stencil_rows(const Exec& exec, const T* in, T* out, std::int64_t nx, std::i
                 const C neighbours = (C(c[k - 1]) + C(c[k + 1])) + (C(c[k - nz]) + C(c[k + nz])) + (C(c[k - plane]) + C(c[k + plane]));
                 at[k] = T(a * C(c[k]) + b * neighbours);
               };
-#if defined(ROOFTOP_HAS_AVX512_STENCIL)
+#if defined(ROOFTOP_HAS_STENCIL_SPAN)
               // A vector of points per step, the row's own neighbours shifted from the centre
               // vectors (cpu::stencil_span); 2-byte values widened as loaded, narrowed as
               // stored, where element-by-element conversions left the loop scalar (fp16) or
-              // twice as long (bf16). See "stencil_row.hpp" for what it saves.
+              // twice as long (bf16). See "stencil_row.hpp" for what it saves. AVX2 hosts had
+              // 2-byte grids on the 3D range below (values widened in blocks), and fp32/fp64
+              // rows in the compiler's vectorized loop (#else): Zen 3 VM, 2 threads, scratch
+              // program alternating both in one process, best GB/s: fp16 406^3 9.8 -> 21.7,
+              // bf16 9.9 -> 13.1; in cache fp32 102^3 37 -> 49, fp64 81^3 45 -> 58; from
+              // memory fp32 323^3 and fp64 256^3 within the noise (26-38 either way).
               if (k1 - k0 >= cpu::stencil_lanes<T>) {
                 cpu::stencil_span(c, at, k0, k1, nz, plane, a, b);
               } else {
                 for (std::int64_t k = k0; k < k1; ++k) point(k);
               }
 #else
-              static_assert(sizeof(T) != 2, "stencil_rows: 2-byte grids need AVX-512 conversions");
+              static_assert(sizeof(T) != 2, "stencil_rows: 2-byte grids need cpu::stencil_span");
               // Whole blocks of a vector register (the compiler vectorizes the fixed-length
               // loop), the chunk's last block computed again (the same values) rather than a
               // scalar tail: fp32 102^3, median GB/s, 44-45 -> 59-60 (one loop over the chunk).
@@ -156,7 +162,7 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
   const typename Policy::tile_type tile = {{Shape::tile_i, Shape::tile_j, Shape::tile_k}};
   const C a = static_cast<C>(c0), b = static_cast<C>(c1);
   const bool contiguous = in.stride(2) == 1 && out.stride(2) == 1;
-  if constexpr (detail::host_streams<Exec> && (sizeof(T) >= 4 || cpu::streams_narrowed<T>)) {
+  if constexpr (detail::host_streams<Exec> && (sizeof(T) >= 4 || cpu::has_stencil_span)) {
     auto dense = [&](const auto& v) {
       return v.stride(2) == 1 && static_cast<std::int64_t>(v.stride(1)) == nz && static_cast<std::int64_t>(v.stride(0)) == ny * nz;
     };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
 /// A stretch of one interior row of the 7-point stencil (kernels/stencil.hpp's stencil_rows)
-/// with AVX-512, for fp64, fp32, bf16 and fp16 grids: a vector of points per step, whose
+/// with AVX-512 or AVX2, for fp64, fp32, bf16 and fp16 grids: a vector of points per step, whose
 /// neighbours along the row (k - 1 and k + 1) are the centre vectors before and after it
 /// shifted by one lane (valignd / valignq), not two more loads. Each load of a row that does
 /// not start on a 64-byte line takes two lines, so the six loads of the plain loop took eleven
@@ -19,14 +19,25 @@
 #include <cstdint>
 #include <type_traits>
 
-#if defined(ROOFTOP_HAS_AVX512_CONVERT)
-#define ROOFTOP_HAS_AVX512_STENCIL 1
+#if defined(ROOFTOP_HAS_AVX512_CONVERT) || defined(ROOFTOP_HAS_AVX2_LANES)
+#define ROOFTOP_HAS_STENCIL_SPAN 1
 #endif
 
 namespace rooftop::cpu {
 
-#if defined(ROOFTOP_HAS_AVX512_STENCIL)
+/// Whether stencil_span exists (AVX-512 or AVX2 hosts): kernels/stencil.hpp's row sweep takes
+/// 2-byte grids only with it.
+inline constexpr bool has_stencil_span =
+#if defined(ROOFTOP_HAS_STENCIL_SPAN)
+    true;
+#else
+    false;
+#endif
+
+#if defined(ROOFTOP_HAS_STENCIL_SPAN)
 ROOFTOP_AVX512_WARNINGS_OFF
+#endif
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
 namespace detail {
 /// The vector type of a stencil over T, its lanes, and the loads, shifts and arithmetic on it:
 /// double for fp64, float for fp32, bf16 and fp16 (widened as loaded, narrowed as stored).
@@ -59,8 +70,57 @@ struct StencilLanes<double> {
   static V on(V at, V after) { return _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(after), _mm512_castpd_si512(at), 1)); }
 };
 }  // namespace detail
+#elif defined(ROOFTOP_HAS_AVX2_LANES)
+namespace detail {
+/// The same in 256-bit registers (AVX2 hosts): eight floats, four doubles. A shift by one lane
+/// across the register's two 128-bit halves is a half swap (vperm2f128) and a per-half align
+/// (vpalignr) or shuffle (vshufpd).
+template <class T>
+struct StencilLanes {
+  using V = __m256;
+  static constexpr std::int64_t lanes = 8;
+  static V load(const T* p) { return load8(p); }
+  static void store(T* p, V v) {
+    if constexpr (std::is_same_v<T, float>) {
+      _mm256_storeu_ps(p, v);
+    } else if constexpr (std::is_same_v<T, bf16>) {
+      const __m256i bits = bf16_bits(v);  // each in the low half of its 32-bit lane
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1)));
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+  }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V add(V x, V y) { return _mm256_add_ps(x, y); }
+  static V mul(V x, V y) { return _mm256_mul_ps(x, y); }
+  static V fma(V x, V y, V z) { return _mm256_fmadd_ps(x, y, z); }
+  static V back(V before, V at) {
+    const __m256i halves = _mm256_castps_si256(_mm256_permute2f128_ps(before, at, 0x21));  // before's high half, at's low
+    return _mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(at), halves, 12));
+  }
+  static V on(V at, V after) {
+    const __m256i halves = _mm256_castps_si256(_mm256_permute2f128_ps(at, after, 0x21));  // at's high half, after's low
+    return _mm256_castsi256_ps(_mm256_alignr_epi8(halves, _mm256_castps_si256(at), 4));
+  }
+};
+template <>
+struct StencilLanes<double> {
+  using V = __m256d;
+  static constexpr std::int64_t lanes = 4;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V set1(double x) { return _mm256_set1_pd(x); }
+  static V add(V x, V y) { return _mm256_add_pd(x, y); }
+  static V mul(V x, V y) { return _mm256_mul_pd(x, y); }
+  static V fma(V x, V y, V z) { return _mm256_fmadd_pd(x, y, z); }
+  static V back(V before, V at) { return _mm256_shuffle_pd(_mm256_permute2f128_pd(before, at, 0x21), at, 0x5); }
+  static V on(V at, V after) { return _mm256_shuffle_pd(at, _mm256_permute2f128_pd(at, after, 0x21), 0x5); }
+};
+}  // namespace detail
+#endif
 
-/// Lanes of a stencil_span step over T (16, or 8 for double): its spans must be at least this long.
+#if defined(ROOFTOP_HAS_STENCIL_SPAN)
+/// Lanes of a stencil_span step over T (AVX-512: 16, or 8 for double; AVX2: 8, or 4): its spans must be at least this long.
 template <class T>
 inline constexpr std::int64_t stencil_lanes = detail::StencilLanes<T>::lanes;
 
