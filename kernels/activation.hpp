@@ -135,6 +135,14 @@ inline constexpr bool has_row_lanes = false;
 template <class G>
 inline constexpr bool has_row_lanes<G, std::void_t<decltype(G::row_lanes)>> = G::row_lanes;
 
+/// Whether the row functor G (of map_rows_with_bias) writes a row on the host in blocks of
+/// registers, two loops over each (G::block_lanes, AVX2 hosts: see GeluDropout), through
+/// g.lanes_in_blocks(in, bias, out, cols).
+template <class G, class = void>
+inline constexpr bool has_block_lanes = false;
+template <class G>
+inline constexpr bool has_block_lanes<G, std::void_t<decltype(G::block_lanes)>> = G::block_lanes;
+
 /// y(r, c) = f.row(r)(x(r, c) + bias(c), c) in fp32 for (rows, cols) x, y and (cols) bias
 /// (f.row(r) holds what is fixed along row r); `light` (bias_add): streamed as light_op_stores
 /// says, else plain stores (see elementwise_stores).
@@ -151,13 +159,21 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
                   " (expected ", x.extent(1), ")");
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   // Contiguous rows on the host: a register of columns at a time where the row functor has
-  // lanes (AVX-512 and AVX2 hosts: bias_gelu, bias_gelu_dropout; plain stores), else through
-  // convert_map where it converts T in blocks (2-byte types) or where f's rows have a stage
-  // (dropout's mask).
+  // lanes (AVX-512 and AVX2 hosts: bias_gelu; bias_gelu_dropout on AVX-512; plain stores), in
+  // blocks of two register loops where it has block lanes (bias_gelu_dropout on AVX2), else
+  // through convert_map where it converts T in blocks (2-byte types) or where f's rows have a
+  // stage (dropout's mask).
   using G = std::decay_t<decltype(f.row(0))>;
   constexpr bool lanes_of_rows =
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
       on_host<Exec> && has_row_lanes<G> && activation_lanes_pay<T> && std::is_same_v<typename X::non_const_value_type, T> &&
+      std::is_same_v<typename B::non_const_value_type, T>;
+#else
+      false;
+#endif
+  constexpr bool lanes_in_blocks =
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+      on_host<Exec> && has_block_lanes<G> && cpu::has_float_lanes<T> && std::is_same_v<typename X::non_const_value_type, T> &&
       std::is_same_v<typename B::non_const_value_type, T>;
 #else
       false;
@@ -168,7 +184,7 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
       label, exec, static_cast<std::int64_t>(x.extent(0)),
       KOKKOS_LAMBDA(const RowTeam<Exec>& r) {
         const auto g = f.row(r.row);
-        if (!contiguous || !(blocks || lanes_of_rows)) {
+        if (!contiguous || !(blocks || lanes_of_rows || lanes_in_blocks)) {
           r.write(y, cols, [&](const std::int64_t c) { return g(float(x(r.row, c)) + float(bias(c)), c); });
           return;
         }
@@ -181,6 +197,10 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           map_lines<false>(
               &y(r.row, 0), cols, [&](const std::int64_t c) { return lanes(cpu::load_floats(in + c) + cpu::load_floats(b + c), c); },
               [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); });
+          return;
+        }
+        if constexpr (lanes_in_blocks) {
+          g.lanes_in_blocks(&x(r.row, 0), bias.data(), &y(r.row, 0), cols);
           return;
         }
 #endif

@@ -195,11 +195,11 @@ ROOFTOP_AVX512_WARNINGS_OFF
 /// blocks (DropoutMask::apply_block), outputs bit for bit the same, 2 threads, Zen 5 VM,
 /// scratch program, two alternations, median GB/s: fp32 2^25 elements 33-34 -> 41.5-43, bf16
 /// 2^26 30-31 -> 33, fp16 32-34 -> 37-38, scale fp32 47-49.
-template <bool streamed, class T>
-void dropout_lines(const DropoutMask& mask, const T* in, T* out, std::int64_t n, std::uint64_t first) {
+template <bool streamed, class In, class T>
+void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n, std::uint64_t first) {
   const DropoutMask::Lanes lanes(mask);
   mask.for_each_run(first, n, [&](const std::int64_t j0, const std::int64_t count, const std::uint32_t low, const std::uint32_t key) {
-    const T* const x = in + j0;
+    const In* const x = in + j0;
     const auto k = DropoutMask::Lanes::splat(key);
     map_lines<streamed>(
         out + j0, count,
@@ -208,7 +208,7 @@ void dropout_lines(const DropoutMask& mask, const T* in, T* out, std::int64_t n,
           // it: one masked multiply (bf16 in L1, one thread: 3.9 -> 3.4 TSC cycles per sixteen).
           const cpu::Floats v = cpu::load_floats(x + j);
           const auto counters = DropoutMask::Lanes::counters(low, j);
-          return sizeof(T) == 2 ? lanes.apply_computed(v, counters, k) : lanes.apply(v, counters, k);
+          return sizeof(In) == 2 ? lanes.apply_computed(v, counters, k) : lanes.apply(v, counters, k);
         },
         [&](const std::int64_t j) {
           return math::select(mask.keeps(low + static_cast<std::uint32_t>(j), key), float(x[j]) * mask.scale, 0.0f);
@@ -247,8 +247,8 @@ struct GeluDropout {
     /// operator() (a lane's key is the carried one where its low word has wrapped, as in keep;
     /// rows whose low words do not wrap skip that choice). With the masked multiply of
     /// apply_computed, bf16 4096 columns in L1, one thread: 10.3 -> 9.2 TSC cycles per sixteen.
-    /// Not on AVX2 hosts: with sixteen registers the fused lanes spill, and the two loops over
-    /// each block (stage) ran faster (Zen 3 VM, one thread, 64x4096, min of six alternations,
+    /// Not on AVX2 hosts (lanes_in_blocks there, below): with sixteen registers the fused lanes
+    /// spill, and the two loops over each block (stage) ran faster (Zen 3 VM, one thread, 64x4096, min of six alternations,
     /// ns per element: bf16 0.95 blocks, 1.12 lanes; fp16 0.86, 0.92; fp32 0.77 both).
     static constexpr bool row_lanes = has_lanes<G>;
     auto lanes(std::int64_t cols) const {
@@ -261,6 +261,29 @@ struct GeluDropout {
             wraps ? _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(low, _mm512_set1_epi32(static_cast<int>(low0))), key, carry) : key;
         return d.apply_computed(G::lanes(v), low, k);
       };
+    }
+#elif defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_ACTIVATION_LANES)
+    /// On an AVX2 host where G has lanes: a row in blocks of `block` columns, each in two loops
+    /// of registers (a loop of both spills, see above): GELU of x + bias into an L1 buffer of
+    /// floats, then the mask over it, narrowed and stored (dropout_lines). Bit for bit
+    /// operator(). Against stage's two loops (GCC's vectorization of the portable functions,
+    /// through convert_map's widened blocks), Zen 3 VM, scratch program alternating both in one
+    /// process, best ns per element: one thread, 64x4096 (in L2/L3), fp32 0.764 -> 0.705, fp16
+    /// 0.851 -> 0.785, bf16 0.959 -> 0.964; 2 threads, 10922x4096 (memory), fp16 0.512 -> 0.442,
+    /// bf16 0.648 -> 0.592, fp32 5461x4096 0.577 -> 0.571.
+    static constexpr bool block_lanes = has_lanes<G>;
+    static constexpr std::int64_t block = 512;
+    template <class T>
+    void lanes_in_blocks(const T* in, const T* bias, T* out, std::int64_t cols) const {
+      alignas(64) float values[block];
+      for (std::int64_t c0 = 0; c0 < cols; c0 += block) {
+        const std::int64_t n = cols - c0 < block ? cols - c0 : block;
+        std::int64_t j = 0;
+        for (; j + cpu::float_lanes <= n; j += cpu::float_lanes)
+          _mm256_store_ps(values + j, G::lanes(cpu::load_floats(in + c0 + j) + cpu::load_floats(bias + c0 + j)));
+        for (; j < n; ++j) values[j] = gelu(float(in[c0 + j]) + float(bias[c0 + j]));
+        dropout_lines<false>(mask, values, out + c0, n, first + static_cast<std::uint64_t>(c0));
+      }
     }
 #endif
   };
