@@ -144,8 +144,8 @@ template <class G>
 inline constexpr bool has_block_lanes<G, std::void_t<decltype(G::block_lanes)>> = G::block_lanes;
 
 /// y(r, c) = f.row(r)(x(r, c) + bias(c), c) in fp32 for (rows, cols) x, y and (cols) bias
-/// (f.row(r) holds what is fixed along row r); `light` (bias_add): streamed as light_op_stores
-/// says, else plain stores (see elementwise_stores).
+/// (f.row(r) holds what is fixed along row r); `light` (bias_add) and rows written by block
+/// lanes: streamed as light_op_stores says, else plain stores (see elementwise_stores).
 template <bool light, class Exec, class X, class B, class Y, class F>
 void map_rows_with_bias(const char* label, const char* op, const Exec& exec, const X& x, const B& bias, const Y& y,
                         const F& f) {
@@ -200,7 +200,7 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           return;
         }
         if constexpr (lanes_in_blocks) {
-          g.lanes_in_blocks(&x(r.row, 0), bias.data(), &y(r.row, 0), cols);
+          g.lanes_in_blocks(&x(r.row, 0), bias.data(), &y(r.row, 0), cols, r.stream);
           return;
         }
 #endif
@@ -223,7 +223,7 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
         map(std::false_type{});
 #endif
       },
-      plan_rows<Exec, light ? light_op_stores<T>() : Stores::plain>(y, 0, light_op_row_bytes<T>()));
+      plan_rows<Exec, light || lanes_in_blocks ? light_op_stores<T>() : Stores::plain>(y, 0, light_op_row_bytes<T>()));
 }
 
 // The functors' operator() are force-inlined: they are the body of every loop above, and in a
