@@ -184,6 +184,24 @@ template <class T>
   }
 }
 
+/// Sixteen bf16 from p (unaligned) in one 256-bit load, as two registers of floats: its 32-bit
+/// lanes each hold two values, so shifted up 16 bits they are the values at even positions
+/// (p[0], p[2], ..., p[14]) and with their low halves cleared those at odd ones (AVX2 hosts).
+/// Two instructions, where widening eight values in order takes a lane-crossing vpmovzxwd and
+/// a shift. For code whose lanes do not interact, or that shifts them knowingly (stencil_row).
+struct Bf16Pairs {
+  __m256 even, odd;
+};
+[[gnu::always_inline]] inline Bf16Pairs load_pairs(const bf16* p) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))))};
+}
+/// The bits of sixteen bf16 in order from the pairs' values (even, odd as load_pairs gives
+/// them), each rounded as narrow<bf16> does: no pack or lane permute.
+[[gnu::always_inline]] inline __m256i merge_pairs(__m256 even, __m256 odd) {
+  return _mm256_or_si256(detail::bf16_bits(even), _mm256_slli_epi32(detail::bf16_bits(odd), 16));
+}
+
 /// Sixteen floats (lo the first eight) as T, packed into sixteen 16-bit lanes: the bits of
 /// narrow<T> (AVX2 hosts).
 template <class T>

@@ -117,43 +117,38 @@ struct StencilLanes<double> {
   static V on(V at, V after) { return _mm256_shuffle_pd(at, _mm256_permute2f128_pd(at, after, 0x21), 0x5); }
 };
 
-/// bf16 on AVX2: sixteen points per step, one 256-bit load of each input row, whose 32-bit
-/// lanes hold two values each: shifted up 16 bits they are the even points as floats, their top
-/// halves alone the odd ones (two instructions, where widening eight values in order takes a
-/// lane-crossing vpmovzxwd and a shift). Along the row an even point's west neighbour is the odd
-/// point one lane back (the shift of StencilLanes) and its east one the odd point in its lane;
-/// an odd point's west neighbour is the even point in its lane and its east one the even point
-/// one lane on. The two results are rounded (bf16_bits) and merged into one register in order,
-/// with no pack. Same sums in the same order as StencilLanes<bf16>. Zen 3 VM, one process
-/// alternating both, best GB/s: 2 threads 406^3 13.0-13.2 -> 17.2-17.5 (two runs), 128^3
-/// 14.7 -> 19.4; one thread 64^3 6.9 -> 8.4.
+/// bf16 on AVX2: sixteen points per step, one 256-bit load of each input row as the even and
+/// the odd points' values (cpu::load_pairs). Along the row an even point's west neighbour is
+/// the odd point one lane back (the shift of StencilLanes) and its east one the odd point in its
+/// lane; an odd point's west neighbour is the even point in its lane and its east one the even
+/// point one lane on. The two results are rounded and merged in order (cpu::merge_pairs): no
+/// widening or packing shuffles. Same sums in the same order as StencilLanes<bf16>. Zen 3 VM,
+/// one process alternating both, best GB/s: 2 threads 406^3 13.0-13.2 -> 17.2-17.5 (two runs),
+/// 128^3 14.7 -> 19.4; one thread 64^3 6.9 -> 8.4.
 struct StencilPairs {
   static constexpr std::int64_t lanes = 16;
   using L = StencilLanes<float>;
-  static __m256i load(const bf16* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static __m256 even(__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); }
-  static __m256 odd(__m256i v) { return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u)))); }
   static void span(const bf16* c, bf16* at, std::int64_t k0, std::int64_t k1, std::int64_t nz, std::int64_t plane, float a, float b) {
     const __m256 va = L::set1(a), vb = L::set1(b);
-    auto step = [&](const std::int64_t k, const __m256i before, const __m256i centre, const __m256i after) {
-      const __m256 e = even(centre), o = odd(centre);
-      const __m256i ym = load(c + k - nz), yp = load(c + k + nz), zm = load(c + k - plane), zp = load(c + k + plane);
-      const __m256 across_e = L::add(L::add(L::add(L::back(odd(before), o), o), L::add(even(ym), even(yp))), L::add(even(zm), even(zp)));
-      const __m256 across_o = L::add(L::add(L::add(e, L::on(e, even(after))), L::add(odd(ym), odd(yp))), L::add(odd(zm), odd(zp)));
-      const __m256i bits_e = bf16_bits(L::fma(va, e, L::mul(vb, across_e))), bits_o = bf16_bits(L::fma(va, o, L::mul(vb, across_o)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + k), _mm256_or_si256(bits_e, _mm256_slli_epi32(bits_o, 16)));
+    auto step = [&](const std::int64_t k, const Bf16Pairs& before, const Bf16Pairs& centre, const Bf16Pairs& after) {
+      const __m256 e = centre.even, o = centre.odd;
+      const Bf16Pairs ym = load_pairs(c + k - nz), yp = load_pairs(c + k + nz), zm = load_pairs(c + k - plane), zp = load_pairs(c + k + plane);
+      const __m256 across_e = L::add(L::add(L::add(L::back(before.odd, o), o), L::add(ym.even, yp.even)), L::add(zm.even, zp.even));
+      const __m256 across_o = L::add(L::add(L::add(e, L::on(e, after.even)), L::add(ym.odd, yp.odd)), L::add(zm.odd, zp.odd));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + k),
+                          merge_pairs(L::fma(va, e, L::mul(vb, across_e)), L::fma(va, o, L::mul(vb, across_o))));
     };
-    __m256i before = load(c + k0 - lanes), centre = load(c + k0);
+    Bf16Pairs before = load_pairs(c + k0 - lanes), centre = load_pairs(c + k0);
     std::int64_t k = k0;
     for (; k + lanes <= k1; k += lanes) {
-      const __m256i after = load(c + k + lanes);
+      const Bf16Pairs after = load_pairs(c + k + lanes);
       step(k, before, centre, after);
       before = centre;
       centre = after;
     }
     if (k < k1) {
       k = k1 - lanes;
-      step(k, load(c + k - lanes), load(c + k), load(c + k + lanes));
+      step(k, load_pairs(c + k - lanes), load_pairs(c + k), load_pairs(c + k + lanes));
     }
   }
 };
