@@ -179,6 +179,10 @@ struct DropoutMask {
     [[gnu::always_inline]] static __m256i counters(std::uint32_t low0, std::int64_t j) {
       return _mm256_add_epi32(splat(low0 + static_cast<std::uint32_t>(j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     }
+    /// The low words low0 + j, low0 + j + 2, ..., low0 + j + 14 (cpu::load_pairs' even elements).
+    [[gnu::always_inline]] static __m256i pair_counters(std::uint32_t low0, std::int64_t j) {
+      return _mm256_add_epi32(splat(low0 + static_cast<std::uint32_t>(j)), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    }
     [[gnu::always_inline]] static __m256i splat(std::uint32_t k) { return _mm256_set1_epi32(static_cast<int>(k)); }
   };
 #endif
@@ -201,6 +205,26 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
   mask.for_each_run(first, n, [&](const std::int64_t j0, const std::int64_t count, const std::uint32_t low, const std::uint32_t key) {
     const In* const x = in + j0;
     const auto k = DropoutMask::Lanes::splat(key);
+    auto one = [&](const std::int64_t j) {
+      return math::select(mask.keeps(low + static_cast<std::uint32_t>(j), key), float(x[j]) * mask.scale, 0.0f);
+    };
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+    if constexpr (std::is_same_v<In, bf16> && std::is_same_v<T, bf16>) {
+      // bf16 on AVX2 in pairs of registers (cpu::load_pairs), the even and the odd elements'
+      // counters two apart. Zen 3 VM, one process alternating with the in-order lanes above,
+      // best: one thread 64x4096 0.425 -> 0.381 ns per element; 2 threads 2^26 elements, two
+      // runs, 15.1 -> 17.5 and 17.6 -> 19.5 GB/s.
+      map_whole_lines<streamed>(
+          out + j0, count,
+          [&](const std::int64_t j) {
+            const cpu::Bf16Pairs v = cpu::load_pairs(x + j);
+            const __m256i even = DropoutMask::Lanes::pair_counters(low, j);
+            return cpu::merge_pairs(lanes.apply(v.even, even, k), lanes.apply(v.odd, _mm256_add_epi32(even, _mm256_set1_epi32(1)), k));
+          },
+          one);
+      return;
+    }
+#endif
     map_lines<streamed>(
         out + j0, count,
         [&](const std::int64_t j) {
@@ -210,9 +234,7 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
           const auto counters = DropoutMask::Lanes::counters(low, j);
           return sizeof(In) == 2 ? lanes.apply_computed(v, counters, k) : lanes.apply(v, counters, k);
         },
-        [&](const std::int64_t j) {
-          return math::select(mask.keeps(low + static_cast<std::uint32_t>(j), key), float(x[j]) * mask.scale, 0.0f);
-        });
+        one);
   });
 }
 ROOFTOP_AVX512_WARNINGS_ON
