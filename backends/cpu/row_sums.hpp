@@ -28,6 +28,17 @@ template <class T, class F, class Tail>
 [[gnu::always_inline]] inline Floats fold_row(const T* x, std::int64_t n, const F& f, const Tail& tail) {
   Floats acc[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
   std::int64_t c = 0;
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+  if constexpr (std::is_same_v<T, bf16>) {  // the even and the odd elements of two runs of sixteen (load_pairs)
+    for (; c + 4 * float_lanes <= n; c += 4 * float_lanes) {
+      const Bf16Pairs p = load_pairs(x + c), q = load_pairs(x + c + 2 * float_lanes);
+      acc[0] = f(0, acc[0], p.even);
+      acc[1] = f(1, acc[1], p.odd);
+      acc[2] = f(2, acc[2], q.even);
+      acc[3] = f(3, acc[3], q.odd);
+    }
+  }
+#endif
   for (; c + 4 * float_lanes <= n; c += 4 * float_lanes)
     for (int k = 0; k < 4; ++k) acc[k] = f(k, acc[k], load_floats(x + c + float_lanes * k));
   for (; c < n; ++c) tail(c);

@@ -40,6 +40,19 @@ ROOFTOP_AVX512_WARNINGS_ON
 /// RowTeam::vector_stream_row).
 #define ROOFTOP_HAS_VECTOR_ROWS 1
 ROOFTOP_AVX512_WARNINGS_OFF
+/// out[c, c + per register) from bits(c), the bits of those values of T as an integer register
+/// as wide as Floats, for c = 0, per register, ..., n - per register, each cache line streamed
+/// as soon as its values are computed, with the lines of `ahead` at the same elements
+/// prefetched into L2: out line-aligned, n a whole number of lines. The caller fences.
+template <class T, class Bits>
+[[gnu::always_inline]] inline void stream_bits(T* out, std::int64_t n, const Prefetch& ahead, const Bits& bits) {
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t per_store = static_cast<std::int64_t>(sizeof(Floats) / sizeof(T));
+  for (std::int64_t c = 0; c < n; c += line) {
+    ahead.lines(c * ahead.element_bytes, (c + line) * ahead.element_bytes);
+    for (std::int64_t q = 0; q < line; q += per_store) store_bits<true>(out + c + q, bits(c + q));
+  }
+}
 /// out[c, c + float_lanes) = T(f(c)) (f returns a Floats of fp32 values) for c = 0,
 /// float_lanes, ..., n - float_lanes, a cache line streamed as soon as its values are computed
 /// (fp32 values, or 2-byte ones narrowed as cpu::narrow does), with the lines of `ahead` at the
@@ -53,12 +66,7 @@ ROOFTOP_AVX512_WARNINGS_OFF
 template <class T, class F>
 [[gnu::always_inline]] inline void stream_vectors(T* out, std::int64_t n, const Prefetch& ahead, const F& f) {
   static_assert(has_float_lanes<T>, "stream_vectors: fp32, bf16 or fp16 outputs");
-  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
-  constexpr std::int64_t per_store = static_cast<std::int64_t>(sizeof(Floats) / sizeof(T));
-  for (std::int64_t c = 0; c < n; c += line) {
-    ahead.lines(c * ahead.element_bytes, (c + line) * ahead.element_bytes);
-    for (std::int64_t q = 0; q < line; q += per_store) store_bits<true>(out + c + q, bits_of<T>(f, c + q));
-  }
+  stream_bits(out, n, ahead, [&](const std::int64_t c) { return bits_of<T>(f, c); });
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
