@@ -170,8 +170,8 @@ void gemm_cpu(const Exec& exec, const P& p) {
       // broadcasts a[i * KC + k], each row a stream along k); rows past M are 0. Packed as kc
       // runs of MR, a row contiguous in A was converted into a buffer and then spread MR apart
       // one element at a time, a third of the fp32 driver's time at n = 1024 on one thread
-      // (Zen 3 VM, perf). rooftop_vs_blas 2048, 2 threads, four alternations, ours / OpenBLAS:
-      // fp32 0.41-0.49 -> 0.45-0.56, fp64 0.60-0.64 -> 0.64-0.69.
+      // (Zen 3 VM, perf). rooftop_vs_blas 2048, 2 threads, binaries alternated, ours /
+      // OpenBLAS: fp32 0.41-0.49 (four runs) -> 0.45-0.56 (seven), fp64 0.60-0.64 -> 0.59-0.69.
       for (int ir = 0; ir < (mv + MR - 1) / MR; ++ir)
         for (int i = 0; i < MR; ++i) {
           const int row = ir * MR + i;
