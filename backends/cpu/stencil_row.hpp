@@ -80,12 +80,10 @@ struct StencilLanes {
   using V = __m256;
   static constexpr std::int64_t lanes = 8;
   static V load(const T* p) { return load8(p); }
-  static void store(T* p, V v) {
+  static void store(T* p, V v) {  // (bf16 goes through StencilPairs below)
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, fp16>, "StencilLanes (AVX2): fp32 or fp16");
     if constexpr (std::is_same_v<T, float>) {
       _mm256_storeu_ps(p, v);
-    } else if constexpr (std::is_same_v<T, bf16>) {
-      const __m256i bits = bf16_bits(v);  // each in the low half of its 32-bit lane
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1)));
     } else {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
