@@ -13,7 +13,7 @@ if(NOT ROOFTOP_CACHE)
 endif()
 
 if(ROOFTOP_BACKEND_UPPER STREQUAL "CUDA")
-  set(ROOFTOP_KOKKOS_CACHE_PREFIX "${ROOFTOP_CACHE}/kokkos-3.4.01-cuda")
+  set(ROOFTOP_KOKKOS_CACHE_PREFIX "${ROOFTOP_CACHE}/kokkos-3.4.01-cuda-sm80-sm90")
 else()
   set(ROOFTOP_KOKKOS_CACHE_PREFIX "${ROOFTOP_CACHE}/kokkos-3.4.01-openmp")
 endif()
@@ -33,6 +33,18 @@ elseif(ROOFTOP_BACKEND_UPPER STREQUAL "SERIAL")
   kokkos_check(DEVICES Serial)
 elseif(ROOFTOP_BACKEND_UPPER STREQUAL "CUDA")
   kokkos_check(DEVICES Cuda OPTIONS CUDA_LAMBDA)
+  # Kokkos links the shared CUDA runtime (CUDA::cudart -> libcudart.so). rooftop's own
+  # executables take the static one beside it where the toolkit has it, so that a build carried
+  # to a GPU machine needs only the driver there (a CUDA 13 machine has no libcudart.so.11.0).
+  if(TARGET CUDA::cudart)
+    get_target_property(ROOFTOP_CUDART CUDA::cudart IMPORTED_LOCATION)
+    get_filename_component(ROOFTOP_CUDART_DIR "${ROOFTOP_CUDART}" DIRECTORY)
+    if(ROOFTOP_CUDART MATCHES "\\.so" AND EXISTS "${ROOFTOP_CUDART_DIR}/libcudart_static.a")
+      find_package(Threads REQUIRED)
+      set_target_properties(CUDA::cudart PROPERTIES IMPORTED_LOCATION "${ROOFTOP_CUDART_DIR}/libcudart_static.a"
+                                                    INTERFACE_LINK_LIBRARIES Threads::Threads)
+    endif()
+  endif()
 endif()
 
 # C++17, or C++20 where Kokkos requires it (Kokkos 5).

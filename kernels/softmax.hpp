@@ -172,11 +172,12 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
     // sum in one read instead, and exp again for the output.
     const MaxSum total = r.reduce_by(
         cols, MaxSum{minus_inf, 0.0f}, [&](MaxSum& part, const std::int64_t c) { part.add(in(c)); }, CombineMaxSum{});
-    // All -Inf: write 0. A +Inf entry makes the row NaN (the partials' sums stay finite: each
-    // +Inf entry restarts its partial's sum at 1).
-    const float inv = total.m == minus_inf ? 0.0f
-                      : total.m == std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::quiet_NaN()
-                                                                           : 1.0f / total.s;
+    // All -Inf: write 0, unless a NaN entry made the sum NaN (a row of -Inf and NaN, whose max
+    // stays -Inf: it wrote zeros and one NaN on an H100). A +Inf entry makes the row NaN (the
+    // partials' sums stay finite: each +Inf entry restarts its partial's sum at 1).
+    const float inv = total.s != total.s || total.m == std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::quiet_NaN()
+                      : total.m == minus_inf ? 0.0f
+                                            : 1.0f / total.s;
     const ExpMinusMax exp_minus_max = ExpMinusMax::of_max(total.m);
     r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(exp_minus_max(in(c)) * inv); });
   }

@@ -52,7 +52,7 @@ void copy(const Exec& exec, const X& x, const Y& y) {
       return;
     }
   }
-  Kokkos::parallel_for("rooftop::copy", detail::elements(exec, y), KOKKOS_LAMBDA(const std::int64_t i) { y(i) = x(i); });
+  detail::write_elements("rooftop::copy", exec, y, KOKKOS_LAMBDA(const std::int64_t i) { return x(i); });
 }
 template <class X, class Y>
 void copy(const X& x, const Y& y) { copy(typename Y::execution_space{}, x, y); }

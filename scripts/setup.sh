@@ -10,7 +10,7 @@
 # - Kokkos: if Kokkos_ROOT is set it is used as is. Otherwise Kokkos 3.4.01 is extracted from
 #   Debian 12's `trilinos` source package and built into a cache prefix outside the source tree:
 #   ${ROOFTOP_CACHE:-~/.cache/rooftop}/kokkos-3.4.01-openmp (OpenMP + Serial) or
-#   .../kokkos-3.4.01-cuda (CUDA for sm_80, PTX included so Hopper runs it, + OpenMP).
+#   .../kokkos-3.4.01-cuda-sm80-sm90 (CUDA machine code for sm_80 and sm_90 (Hopper) + OpenMP).
 #   A second run finds it there and returns in seconds.
 # - --kokkos5-headers unpacks the Kokkos 5.x headers of Debian unstable's libkokkos-dev (never
 #   installed) into the cache, for the C++20 compile-compatibility check (scripts/check-kokkos5.sh).
@@ -104,7 +104,7 @@ else
   # One Kokkos build (OpenMP + Serial) serves both host backends: rooftop picks the execution
   # space. The CUDA build has OpenMP as its host space.
   flavour=$([ "$backend" = cuda ] && echo cuda || echo openmp)
-  prefix="$cache/kokkos-3.4.01-$flavour"
+  prefix="$cache/kokkos-3.4.01-$([ "$flavour" = cuda ] && echo cuda-sm80-sm90 || echo openmp)"
   if [ -e "$prefix/.rooftop-complete" ]; then
     log "Kokkos 3.4.01 already built in $prefix"
   else
@@ -125,10 +125,15 @@ else
       rm -rf "$dl"
     fi
     if [ "$flavour" = cuda ]; then
-      # sm_80 code plus compute_80 PTX, which the driver compiles for Hopper at load time.
+      # Machine code for sm_80 and sm_90 (Hopper; CUDA 11.8 knows it, Kokkos 3.4 has no option
+      # for it, and nvcc_wrapper takes one architecture flag, so the second comes through nvcc's
+      # NVCC_APPEND_FLAGS). Kokkos::initialize aborts where its own kernels run as compute_80
+      # PTX compiled by the driver ("running kernels compiled for compute capability 8.0 on
+      # device with compute capability 9.0 is not supported", seen on an H100 on 2026-11-26).
+      export NVCC_APPEND_FLAGS="-gencode=arch=compute_90,code=sm_90${NVCC_APPEND_FLAGS:+ $NVCC_APPEND_FLAGS}"
       flags=(-DCMAKE_CXX_COMPILER="$src/bin/nvcc_wrapper" -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON
              -DKokkos_ENABLE_CUDA_CONSTEXPR=ON -DKokkos_ENABLE_OPENMP=ON -DKokkos_ARCH_AMPERE80=ON -DCMAKE_CXX_FLAGS=-arch=sm_80)
-      what="CUDA 11.8 (sm_80) + OpenMP"
+      what="CUDA 11.8 (sm_80, sm_90) + OpenMP"
     else
       flags=(-DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=ON)
       what="OpenMP + Serial"

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rooftop::test {
@@ -90,10 +91,34 @@ Matrix<T> poisoned_matrix(std::int64_t rows, std::int64_t cols) {
   return m;
 }
 
+/// A LayoutRight copy of v in its own memory space.
+template <class View, std::size_t... r>
+auto contiguous_copy(const View& v, std::index_sequence<r...>) {
+  Kokkos::View<typename View::non_const_data_type, Kokkos::LayoutRight, typename View::memory_space> out("rooftop::test::copy",
+                                                                                                        v.extent(r)...);
+  Kokkos::deep_copy(out, v);  // within one memory space: any layouts
+  return out;
+}
+
+/// A host View holding v's elements, at the same indices, for any layout: Kokkos copies between
+/// memory spaces only whole contiguous spans, so a strided device View (a subview, a
+/// LayoutStride batch) goes through a contiguous copy on the device first. Always a copy.
+template <class View>
+auto host_copy(const View& v) {
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible) {
+    auto h = Kokkos::create_mirror(Kokkos::HostSpace(), v);
+    Kokkos::deep_copy(h, v);
+    return h;
+  } else {
+    return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
+                                               contiguous_copy(v, std::make_index_sequence<View::rank>{}));
+  }
+}
+
 /// Values of v as float64 on the host (through the compute type, exactly).
 template <class View>
 std::vector<double> host(const View& v) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  const auto h = host_copy(v);
   std::vector<double> out(v.extent(0));
   for (std::size_t i = 0; i < out.size(); ++i)
     out[i] = static_cast<double>(static_cast<compute_t<typename View::value_type>>(h(i)));
@@ -104,7 +129,7 @@ std::vector<double> host(const View& v) {
 template <class T>
 std::vector<double> host(const Matrix<T>& m) {
   std::vector<double> out(m.size());
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m);
+  const auto h = host_copy(m);
   for (std::size_t r = 0; r < m.extent(0); ++r)
     for (std::size_t c = 0; c < m.extent(1); ++c)
       out[r * m.extent(1) + c] = static_cast<double>(static_cast<compute_t<T>>(h(r, c)));

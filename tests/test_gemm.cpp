@@ -48,12 +48,11 @@ void check_gemm(Trans ta, const A& a, Trans tb, const B& b, const C& c, double a
   using TC = typename C::value_type;
   using Acc = compute_t<typename A::value_type>;
   constexpr int r = static_cast<int>(C::rank);
-  const auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
-  const auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
-  const auto hc0 = Kokkos::create_mirror(Kokkos::HostSpace(), c);  // a copy, even on the host
-  Kokkos::deep_copy(hc0, c);
+  const auto ha = test::host_copy(a);
+  const auto hb = test::host_copy(b);
+  const auto hc0 = test::host_copy(c);
   call();
-  const auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c);
+  const auto hc = test::host_copy(c);
   const std::int64_t batch = r == 3 ? static_cast<std::int64_t>(c.extent(0)) : 1;
   const std::int64_t m = c.extent(r - 2), n = c.extent(r - 1);
   const std::int64_t k = static_cast<std::int64_t>(ta == Trans::none ? a.extent(r - 1) : a.extent(r - 2));
