@@ -397,7 +397,7 @@ void write_elements_gpu(const char* label, const Exec& exec, const Out& out, con
   const auto n = static_cast<std::int64_t>(out.extent(0));
   const std::int64_t slots = (n + per_thread - 1) / per_thread;
   Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(exec, 0, slots), KOKKOS_LAMBDA(const std::int64_t s) {
-    V v[per_thread];
+    V v[per_thread]{};
     for (int k = 0; k < per_thread; ++k)
       if (s + k * slots < n) v[k] = value(s + k * slots);
     for (int k = 0; k < per_thread; ++k)

@@ -161,13 +161,14 @@ KOKKOS_INLINE_FUNCTION SumPair fold_lanes_pair(std::int64_t begin, std::int64_t 
 /// before the team combines (their loads in flight together; a warp's stay consecutive), then
 /// one team folds the partials. The order is fixed for a given n. Kokkos 3.4's top-level
 /// parallel_reduce with CombineReducer came out wrong on an H100 (a dot of one element 17
-/// times too large; team reductions with the same reducer were right).
+/// times too large; team reductions with the same reducer were right). `team` threads per team
+/// (a test runs it on the host backends with the teams they allow).
 template <class Exec, class Acc, class Combine, class Fold>
 Acc reduce_blocks_gpu(const char* label, const Exec& exec, std::int64_t n, Acc identity, const Combine& combine,
-                      const Fold& fold) {
+                      const Fold& fold, int team = 256) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Member = typename Policy::member_type;
-  constexpr int team = 256, per_slot = 8;
+  constexpr int per_slot = 8;
   constexpr std::int64_t max_spans = 1024;
   const std::int64_t span = ((n + max_spans - 1) / max_spans + team * per_slot - 1) / (team * per_slot) * (team * per_slot);
   const std::int64_t spans = (n + span - 1) / span;

@@ -47,6 +47,33 @@ TEST_CASE_TEMPLATE("sum of small integers is exact (no element dropped or counte
   }
 }
 
+namespace {
+/// An empty team body, to ask the backend how large a team may be.
+struct NoOp {
+  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<Exec>::member_type&) const {}
+};
+}  // namespace
+
+// The GPU reductions' spans, slots and partials (detail::reduce_blocks_gpu) on this backend, with
+// the largest team it allows up to 256 (on CPUs often 1 or 2): every element counted once, at
+// sizes with one span, many, and a short last span and slot.
+TEST_CASE_TEMPLATE("the GPU reduction (teams over spans of slots) on this backend", T, double, float, bf16) {
+  const int team = std::min(256, Kokkos::TeamPolicy<Exec>(Exec(), 1, Kokkos::AUTO).team_size_max(NoOp{}, Kokkos::ParallelForTag()));
+  CAPTURE(team);
+  for (const std::int64_t n : {std::int64_t(1), std::int64_t(13), std::int64_t(2048 * 3 + 5), std::int64_t(1 << 20) + 7,
+                               std::int64_t(5 << 20) + 3}) {
+    CAPTURE(n);
+    test::Vector<T> x("x", n);
+    fill_integers(Exec(), x, test::next_seed(), -4, 4);
+    double want = 0;
+    for (double v : host(x)) want += v;
+    using C = compute_t<T>;
+    const auto got = detail::reduce_blocks_gpu(
+        "test", Exec(), n, C(0), detail::Plus{}, KOKKOS_LAMBDA(const std::int64_t b, std::int64_t) { return C(x(b)); }, team);
+    CHECK(static_cast<double>(got) == want);
+  }
+}
+
 TEST_CASE_TEMPLATE("max finds a single extreme anywhere, and propagates NaN", T, ROOFTOP_DTYPES) {
   const std::int64_t n = 4096 * 3 + 77;
   for (std::int64_t where : {std::int64_t(0), std::int64_t(4095), std::int64_t(4096), n - 1}) {

@@ -177,3 +177,22 @@ TEST_CASE("preconditions: mismatched extents throw rooftop::Error naming op and 
   // Nothing was written: c is still all NaN.
   for (double v : host(c)) REQUIRE(std::isnan(v));
 }
+
+// The GPU elementwise loop (detail::write_elements_gpu: each thread several elements a slot
+// count apart, loads before stores) run on this backend: every element written once, with the
+// value of its own index, at sizes that leave the last slots short.
+TEST_CASE_TEMPLATE("the GPU elementwise loop (slots of several elements) on this backend", T, double, float, bf16) {
+  for (const std::int64_t n : test::sizes) {
+    CAPTURE(n);
+    const auto x = test::random_vector<T>(n);
+    const auto y = test::poisoned_vector<T>(n);
+    using C = compute_t<T>;
+    detail::write_elements_gpu("test", Exec(), y, KOKKOS_LAMBDA(const std::int64_t i) { return C(x(i)) * C(2) + C(i % 3); });
+    const auto hx = host(x), hy = host(y);
+    std::int64_t wrong = 0, first = -1;
+    for (std::int64_t i = 0; i < n; ++i)
+      if (!(hy[i] == static_cast<double>(T(static_cast<C>(hx[i]) * C(2) + C(i % 3)))) && wrong++ == 0) first = i;
+    CAPTURE(first);
+    CHECK(wrong == 0);
+  }
+}
