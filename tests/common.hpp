@@ -115,10 +115,31 @@ auto host_copy(const View& v) {
   }
 }
 
+/// v's elements readable on the host at the same indices: v itself where the host can read it,
+/// else host_copy(v).
+template <class View>
+auto host_view(const View& v) {
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible) {
+    return v;
+  } else {
+    return host_copy(v);
+  }
+}
+
+/// An empty team body, to ask the backend how large a team may be.
+struct NoOp {
+  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<Exec>::member_type&) const {}
+};
+
+/// The largest team this backend runs an empty body with.
+inline int max_team_size() {
+  return Kokkos::TeamPolicy<Exec>(Exec(), 1, Kokkos::AUTO).team_size_max(NoOp{}, Kokkos::ParallelForTag());
+}
+
 /// Values of v as float64 on the host (through the compute type, exactly).
 template <class View>
 std::vector<double> host(const View& v) {
-  const auto h = host_copy(v);
+  const auto h = host_view(v);
   std::vector<double> out(v.extent(0));
   for (std::size_t i = 0; i < out.size(); ++i)
     out[i] = static_cast<double>(static_cast<compute_t<typename View::value_type>>(h(i)));
@@ -129,7 +150,7 @@ std::vector<double> host(const View& v) {
 template <class T>
 std::vector<double> host(const Matrix<T>& m) {
   std::vector<double> out(m.size());
-  const auto h = host_copy(m);
+  const auto h = host_view(m);
   for (std::size_t r = 0; r < m.extent(0); ++r)
     for (std::size_t c = 0; c < m.extent(1); ++c)
       out[r * m.extent(1) + c] = static_cast<double>(static_cast<compute_t<T>>(h(r, c)));

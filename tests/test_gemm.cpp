@@ -48,11 +48,11 @@ void check_gemm(Trans ta, const A& a, Trans tb, const B& b, const C& c, double a
   using TC = typename C::value_type;
   using Acc = compute_t<typename A::value_type>;
   constexpr int r = static_cast<int>(C::rank);
-  const auto ha = test::host_copy(a);
-  const auto hb = test::host_copy(b);
-  const auto hc0 = test::host_copy(c);
+  const auto ha = test::host_view(a);
+  const auto hb = test::host_view(b);
+  const auto hc0 = test::host_copy(c);  // a copy, even on the host
   call();
-  const auto hc = test::host_copy(c);
+  const auto hc = test::host_view(c);
   const std::int64_t batch = r == 3 ? static_cast<std::int64_t>(c.extent(0)) : 1;
   const std::int64_t m = c.extent(r - 2), n = c.extent(r - 1);
   const std::int64_t k = static_cast<std::int64_t>(ta == Trans::none ? a.extent(r - 1) : a.extent(r - 2));
@@ -81,11 +81,6 @@ struct TinyTiles {
 };
 struct PairTiles {
   static constexpr int ty = 1, tx = 2, mr = 4, nr = 3, kc = 7;
-};
-
-/// An empty team body, to ask the backend how large a team may be.
-struct NoOp {
-  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<Exec>::member_type&) const {}
 };
 
 }  // namespace
@@ -167,7 +162,7 @@ TEST_CASE_TEMPLATE("gemm's GPU driver (register-blocked teams) on this backend",
       detail::gemm_gpu<decltype(tiles)>(e, p);
     });
   };
-  const bool pairs = Kokkos::TeamPolicy<Exec>(Exec(), 1, Kokkos::AUTO).team_size_max(NoOp{}, Kokkos::ParallelForTag()) >= 2;
+  const bool pairs = test::max_team_size() >= 2;
   for (const auto& shape : shapes) {
     const std::int64_t m = shape[0], n = shape[1], k = shape[2];
     CAPTURE(m);

@@ -47,18 +47,11 @@ TEST_CASE_TEMPLATE("sum of small integers is exact (no element dropped or counte
   }
 }
 
-namespace {
-/// An empty team body, to ask the backend how large a team may be.
-struct NoOp {
-  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<Exec>::member_type&) const {}
-};
-}  // namespace
-
 // The GPU reductions' spans, slots and partials (detail::reduce_blocks_gpu) on this backend, with
 // the largest team it allows up to 256 (on CPUs often 1 or 2): every element counted once, at
 // sizes with one span, many, and a short last span and slot.
 TEST_CASE_TEMPLATE("the GPU reduction (teams over spans of slots) on this backend", T, double, float, bf16) {
-  const int team = std::min(256, Kokkos::TeamPolicy<Exec>(Exec(), 1, Kokkos::AUTO).team_size_max(NoOp{}, Kokkos::ParallelForTag()));
+  const int team = std::min(256, test::max_team_size());
   CAPTURE(team);
   for (const std::int64_t n : {std::int64_t(1), std::int64_t(13), std::int64_t(2048 * 3 + 5), std::int64_t(1 << 20) + 7,
                                std::int64_t(5 << 20) + 3}) {

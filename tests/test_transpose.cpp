@@ -17,8 +17,8 @@ namespace {
 /// Requires out(j, i) == in(i, j) bit for bit, for Views of any layout.
 template <class In, class Out>
 void require_transposed(const In& in, const Out& out) {
-  const auto hi = test::host_copy(in);
-  const auto ho = test::host_copy(out);
+  const auto hi = test::host_view(in);
+  const auto ho = test::host_view(out);
   for (std::size_t i = 0; i < hi.extent(0); ++i)
     for (std::size_t j = 0; j < hi.extent(1); ++j)
       if (std::memcmp(&ho(j, i), &hi(i, j), sizeof(hi(i, j))) != 0) {
