@@ -15,8 +15,11 @@
 ///   scratch; for each KC-long slice of K the thread sweeps all its MR x NR blocks, keeping the
 ///   B micro-panel in L1 while the A micro-panels stream from L2 (Goto's loop order).
 /// - GPUs (a team is TY x TX threads): each thread owns one MR x NR block whose accumulators stay
-///   in registers for the whole K loop; rows ty + TY*i and columns tx + TX*j, so a warp reads
-///   scratch without bank conflicts and writes C in 16-wide runs.
+///   in registers for the whole K loop, in runs of `vec` consecutive rows and columns (rows
+///   ty * vec + g * TY * vec + q, q < vec), so it reads each run from scratch in one vector load
+///   and a warp's loads are conflict-free. The tiles of A and B are double-buffered in scratch:
+///   each thread loads its part of the next K slice into registers before it computes on the
+///   current one (the loads' latency hidden behind the FMAs), one barrier per slice.
 /// The tile sizes are the named parameters of CpuGemmTiles and GpuGemmTiles.
 #pragma once
 
@@ -44,11 +47,17 @@ struct CpuGemmTiles {
 };
 
 /// Tile sizes of the GPU driver: TY x TX threads per team, each with an mr x nr register
-/// block, so the team's C tile is (TY * mr) x (TX * nr); K advances kc at a time. fp32: the
-/// classic 128 x 128 tile of 256 threads with 64 accumulators each; fp64: 64 x 64.
+/// block in runs of vec (mr and nr multiples of it), so the team's C tile is (TY * mr) x (TX *
+/// nr); K advances kc at a time; at most 65536 / (ty tx min_teams) registers per thread, so
+/// that min_teams teams fit on a multiprocessor. fp32: the classic 128 x 128 tile of 256
+/// threads with 64 accumulators each, runs of 4 (16-byte loads); fp64: 64 x 64, runs of 2.
+/// (The first GPU driver, one element per scratch load, K slices loaded and then computed
+/// with two barriers each, used 146 registers, one team per multiprocessor: fp32 7.8 TFLOP/s
+/// on an H100, 0.16x cuBLAS, 26 November 2026. This one has not yet been measured on a GPU.)
 template <class Acc>
 struct GpuGemmTiles {
-  static constexpr int ty = 16, tx = 16, mr = sizeof(Acc) == 8 ? 4 : 8, nr = sizeof(Acc) == 8 ? 4 : 8, kc = 8;
+  static constexpr int ty = 16, tx = 16, mr = sizeof(Acc) == 8 ? 4 : 8, nr = sizeof(Acc) == 8 ? 4 : 8, kc = 8,
+                       vec = sizeof(Acc) == 8 ? 2 : 4, min_teams = 2;
 };
 
 namespace detail {
@@ -218,52 +227,146 @@ void gemm_cpu(const Exec& exec, const P& p) {
   });
 }
 
+/// out[q] = in[q] for q < V from team scratch: on CUDA one 16-byte load per four floats or two
+/// doubles (`in` aligned to V values), elsewhere V loads.
+template <int V, class Acc>
+KOKKOS_FORCEINLINE_FUNCTION void load_run(const Acc* in, Acc* out) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<Acc, float> && V % 4 == 0) {
+    ROOFTOP_UNROLL
+    for (int q = 0; q < V; q += 4) {
+      const float4 v = *reinterpret_cast<const float4*>(in + q);
+      out[q] = v.x, out[q + 1] = v.y, out[q + 2] = v.z, out[q + 3] = v.w;
+    }
+  } else if constexpr (std::is_same_v<Acc, double> && V % 2 == 0) {
+    ROOFTOP_UNROLL
+    for (int q = 0; q < V; q += 2) {
+      const double2 v = *reinterpret_cast<const double2*>(in + q);
+      out[q] = v.x, out[q + 1] = v.y;
+    }
+  } else
+#endif
+  {
+    ROOFTOP_UNROLL
+    for (int q = 0; q < V; ++q) out[q] = in[q];
+  }
+}
+
 /// GPU driver: TY x TX threads per team, each keeping its MR x NR block of C in registers (see
 /// file comment). Correct for any team shape, so the tests also run it on CPUs.
 template <class Tiles, class Exec, class P>
 void gemm_gpu(const Exec& exec, const P& p) {
   using Acc = decltype(p.alpha);
-  constexpr int TY = Tiles::ty, TX = Tiles::tx, MR = Tiles::mr, NR = Tiles::nr, KC = Tiles::kc;
+  constexpr int TY = Tiles::ty, TX = Tiles::tx, MR = Tiles::mr, NR = Tiles::nr, KC = Tiles::kc, V = Tiles::vec;
+  static_assert(MR % V == 0 && NR % V == 0, "gemm: GPU register blocks must be whole runs of vec");
   constexpr int BM = TY * MR, BN = TX * NR, threads = TY * TX;
-  using Policy = Kokkos::TeamPolicy<Exec>;
-  using Scratch = Kokkos::View<Acc*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-  const std::int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN;
-  const std::size_t scratch = Scratch::shmem_size(KC * BM) + Scratch::shmem_size(KC * BN);
+  // Scratch rows (one per k) of the A and B tiles, padded by a run: a warp storing down a
+  // column of A (k consecutive in memory) spreads over the banks.
+  constexpr int LA = BM + V, LB = BN + V, tile = KC * LA + KC * LB;
+  constexpr int per_a = (KC * BM + threads - 1) / threads, per_b = (KC * BN + threads - 1) / threads;
+  constexpr std::size_t align = V * sizeof(Acc);
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<threads, Tiles::min_teams>>;
+  const std::int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, slices = (p.k + KC - 1) / KC;
+  const std::size_t scratch = 2 * tile * sizeof(Acc) + align;
   const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, threads).set_scratch_size(0, Kokkos::PerTeam(scratch));
+  // Each thread loads elements me + threads * s of a slice; consecutive threads take
+  // consecutive elements along whichever of the tile's dimensions is contiguous in memory
+  // (coalesced), i for op(A) and j for op(B) where possible, else k.
+  const bool a_along_i = p.a.stride_i() == 1, b_along_j = p.b.stride_k() == 1;
   Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     const std::int64_t t = team.league_rank(), bt = t / (tiles_m * tiles_n);
     const std::int64_t m0 = t / tiles_n % tiles_m * BM, n0 = t % tiles_n * BN;
     const int me = team.team_rank(), ty = me / TX, tx = me % TX;
-    Scratch as(team.team_scratch(0), KC * BM), bs(team.team_scratch(0), KC * BN);
+    Acc* const as = static_cast<Acc*>(team.team_scratch(0).get_shmem_aligned(2 * tile * sizeof(Acc), align));
+    // Element e < KC * BM of the A slice is a(kk, i), e < KC * BN of the B slice b(kk, j).
+    auto a_at = [&](const int e, int& i, int& kk) {
+      i = a_along_i ? e % BM : e / KC;
+      kk = a_along_i ? e / BM : e % KC;
+    };
+    auto b_at = [&](const int e, int& kk, int& j) {
+      kk = b_along_j ? e / BN : e % KC;
+      j = b_along_j ? e % BN : e / KC;
+    };
+    // This thread's part of the slice at k0 into registers (0 outside op(A) and op(B)).
+    Acc ra[per_a]{}, rb[per_b]{};
+    auto fetch = [&](const std::int64_t k0) {
+      ROOFTOP_UNROLL
+      for (int s = 0; s < per_a; ++s) {
+        int i, kk;
+        const int e = me + threads * s;
+        a_at(e, i, kk);
+        ra[s] = e < KC * BM && m0 + i < p.m && k0 + kk < p.k ? p.a(bt, m0 + i, k0 + kk) : Acc(0);
+      }
+      ROOFTOP_UNROLL
+      for (int s = 0; s < per_b; ++s) {
+        int kk, j;
+        const int e = me + threads * s;
+        b_at(e, kk, j);
+        rb[s] = e < KC * BN && n0 + j < p.n && k0 + kk < p.k ? p.b(bt, k0 + kk, n0 + j) : Acc(0);
+      }
+    };
+    // ...and from registers into buffer `buf`: a(kk, i) at kk * LA + i, b(kk, j) at kk * LB + j.
+    auto stash = [&](const int buf) {
+      Acc* const a = as + buf * tile;
+      Acc* const b = a + KC * LA;
+      ROOFTOP_UNROLL
+      for (int s = 0; s < per_a; ++s) {
+        int i, kk;
+        const int e = me + threads * s;
+        a_at(e, i, kk);
+        if (e < KC * BM) a[kk * LA + i] = ra[s];
+      }
+      ROOFTOP_UNROLL
+      for (int s = 0; s < per_b; ++s) {
+        int kk, j;
+        const int e = me + threads * s;
+        b_at(e, kk, j);
+        if (e < KC * BN) b[kk * LB + j] = rb[s];
+      }
+    };
     Acc acc[MR][NR];
-    for (int i = 0; i < MR; ++i)
+    ROOFTOP_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      ROOFTOP_UNROLL
       for (int j = 0; j < NR; ++j) acc[i][j] = Acc(0);
-    for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
-      const int kc = static_cast<int>(p.k - k0 < KC ? p.k - k0 : KC);
-      // as(kk * BM + i) = op(A)(m0 + i, k0 + kk), bs(kk * BN + j) = op(B)(k0 + kk, n0 + j); 0 outside.
-      for (int e = me; e < KC * BM; e += threads) {
-        const int i = e / KC, kk = e % KC;
-        as(kk * BM + i) = kk < kc && m0 + i < p.m ? p.a(bt, m0 + i, k0 + kk) : Acc(0);
+    }
+    if (slices > 0) {
+      fetch(0);
+      stash(0);
+    }
+    team.team_barrier();
+    for (std::int64_t slice = 0; slice < slices; ++slice) {
+      const int buf = static_cast<int>(slice & 1);
+      const bool more = slice + 1 < slices;
+      if (more) fetch((slice + 1) * KC);
+      const Acc* const a = as + buf * tile;
+      const Acc* const b = a + KC * LA;
+      // Rows of the slice past K are 0 in both tiles: the whole slice, a loop of fixed length.
+      ROOFTOP_UNROLL
+      for (int kk = 0; kk < KC; ++kk) {
+        Acc ak[MR], bk[NR];
+        ROOFTOP_UNROLL
+        for (int g = 0; g < MR / V; ++g) load_run<V>(a + kk * LA + g * TY * V + ty * V, ak + g * V);
+        ROOFTOP_UNROLL
+        for (int g = 0; g < NR / V; ++g) load_run<V>(b + kk * LB + g * TX * V + tx * V, bk + g * V);
+        ROOFTOP_UNROLL
+        for (int i = 0; i < MR; ++i) {
+          ROOFTOP_UNROLL
+          for (int j = 0; j < NR; ++j) acc[i][j] = compat::fma(ak[i], bk[j], acc[i][j]);
+        }
       }
-      for (int e = me; e < KC * BN; e += threads) {
-        const int kk = e / BN, j = e % BN;
-        bs(kk * BN + j) = kk < kc && n0 + j < p.n ? p.b(bt, k0 + kk, n0 + j) : Acc(0);
-      }
-      team.team_barrier();
-      for (int kk = 0; kk < kc; ++kk) {
-        Acc a[MR], b[NR];
-        for (int i = 0; i < MR; ++i) a[i] = as(kk * BM + ty + TY * i);
-        for (int j = 0; j < NR; ++j) b[j] = bs(kk * BN + tx + TX * j);
-        for (int i = 0; i < MR; ++i)
-          for (int j = 0; j < NR; ++j) acc[i][j] = compat::fma(a[i], b[j], acc[i][j]);
-      }
+      // The other buffer was last read before the previous barrier: free to refill.
+      if (more) stash(buf ^ 1);
       team.team_barrier();
     }
-    for (int i = 0; i < MR; ++i)
+    ROOFTOP_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      ROOFTOP_UNROLL
       for (int j = 0; j < NR; ++j) {
-        const std::int64_t row = m0 + ty + TY * i, col = n0 + tx + TX * j;
+        const std::int64_t row = m0 + i / V * (TY * V) + ty * V + i % V, col = n0 + j / V * (TX * V) + tx * V + j % V;
         if (row < p.m && col < p.n) gemm_store(p.c, bt, row, col, acc[i][j], p.alpha, p.beta);
       }
+    }
   });
 }
 

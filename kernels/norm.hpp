@@ -12,12 +12,14 @@
 /// detail::norm_row_out, streamed for large outputs). Elsewhere the portable loops: fp16 rows
 /// widened once into the work item's scratch (RowTeam::input) so no pass converts per element,
 /// fp16 weight and bias widened into an fp32 copy once per call, large outputs streamed through
-/// RowTeam::write. x and y may be the same View.
+/// RowTeam::write. On GPUs rows are held in registers (core/register_rows.hpp): rows of up to
+/// 16384 entries are read once and written once. x and y may be the same View.
 #pragma once
 
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
 #include "../core/parallel.hpp"
+#include "../core/register_rows.hpp"
 #include "../core/types.hpp"
 #include "../backends/cpu/row_sums.hpp"
 
@@ -57,6 +59,89 @@ inline constexpr bool vector_norm_rows =
 #else
     false;
 #endif
+
+/// LayerNorm's mean and 1 / sqrt(var + eps) of a row from mean0 (its sum times inv_cols) and the
+/// sums dev and dev2 of the deviations from mean0 and of their squares (their own sum corrects
+/// the rounding of mean0, so a constant row has zero variance up to rounding).
+KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, float dev, float dev2, float inv_cols, float eps, float& mean,
+                                                 float& rstd) {
+  mean = mean0 + dev * inv_cols;
+  const float var = (dev2 - dev * dev * inv_cols) * inv_cols;
+  rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + eps);
+}
+
+/// The output of a chunk of a norm's row held in registers: (v[k] - shift) * scale * weight + bias.
+template <class Row, class Y, class W, class B, int R>
+KOKKOS_FORCEINLINE_FUNCTION void norm_register_row_out(const Row& r, const Y& y, int chunk, const float (&v)[R], float shift,
+                                                       float scale, const W& weight, const B& bias) {
+  const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
+  r.store(y, chunk, [&](const int k) {
+    float o = (v[k] - shift) * scale;
+    if (has_weight) o *= float(weight(r.col(k, chunk)));
+    if (has_bias) o += float(bias(r.col(k, chunk)));
+    return o;
+  });
+}
+
+/// layernorm of rows held in registers (RegisterRows, the GPU path): the sum, then the
+/// deviations from its mean and their squares (padding left out), then the output, with the
+/// portable path's corrected two-pass statistics.
+template <class X, class Y, class W, class B>
+struct LayerNormRegisterRows {
+  X x;
+  Y y;
+  W weight;
+  B bias;
+  float eps, inv_cols;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(const Row& r) const {
+    constexpr int R = Row::values;
+    float v[R]{};  // (each_chunk loads it first; GCC cannot tell)
+    int held = -1;
+    float s = 0.0f;
+    r.each_chunk(x, v, 0.0f, held, [&](int) {
+      ROOFTOP_UNROLL
+      for (int k = 0; k < R; ++k) s += v[k];
+    });
+    const float mean0 = r.all(s, 0.0f, Plus{}) * inv_cols;
+    SumPair dev{0.0f, 0.0f};
+    r.each_chunk(x, v, 0.0f, held, [&](const int chunk) {
+      ROOFTOP_UNROLL
+      for (int k = 0; k < R; ++k) {
+        const float d = r.has(k, chunk) ? v[k] - mean0 : 0.0f;
+        dev.a += d;
+        dev.b += d * d;
+      }
+    });
+    dev = r.all(dev, SumPair{0.0f, 0.0f}, PlusPair{});
+    float mean, rstd;
+    layernorm_statistics(mean0, dev.a, dev.b, inv_cols, eps, mean, rstd);
+    r.each_chunk(x, v, 0.0f, held, [&](const int chunk) { norm_register_row_out(r, y, chunk, v, mean, rstd, weight, bias); });
+  }
+};
+
+/// rmsnorm of rows held in registers (see LayerNormRegisterRows); padding is 0.
+template <class X, class Y, class W, class B>
+struct RmsNormRegisterRows {
+  X x;
+  Y y;
+  W weight;
+  B no_bias;
+  float eps, inv_cols;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(const Row& r) const {
+    constexpr int R = Row::values;
+    float v[R]{};  // (each_chunk loads it first; GCC cannot tell)
+    int held = -1;
+    float squares = 0.0f;
+    r.each_chunk(x, v, 0.0f, held, [&](int) {
+      ROOFTOP_UNROLL
+      for (int k = 0; k < R; ++k) squares += v[k] * v[k];
+    });
+    const float rrms = 1.0f / compat::sqrt(r.all(squares, 0.0f, Plus{}) * inv_cols + eps);
+    r.each_chunk(x, v, 0.0f, held, [&](const int chunk) { norm_register_row_out(r, y, chunk, v, 0.0f, rrms, weight, no_bias); });
+  }
+};
 
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
 
@@ -157,70 +242,68 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
-  detail::for_each_row("rooftop::layernorm", exec, static_cast<std::int64_t>(x.extent(0)),
-                       KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
-                         // mean and 1 / sqrt(var + eps) from the sum over the row (mean0) and
-                         // the sums of the deviations from mean0 and of their squares.
-                         auto statistics = [&](const float mean0, const float dev, const float dev2, float& mean, float& rstd) {
-                           mean = mean0 + dev * inv_cols;
-                           const float var = (dev2 - dev * dev * inv_cols) * inv_cols;
-                           rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + e);
-                         };
+  const auto rows = static_cast<std::int64_t>(x.extent(0));
+  if constexpr (detail::RowTeam<Exec>::gpu) {
+    detail::RegisterRows<Exec>::run("rooftop::layernorm", exec, rows, cols,
+                                    detail::LayerNormRegisterRows<X, Y, W, B>{x, y, weight, bias, e, inv_cols});
+  } else {
+    detail::for_each_row("rooftop::layernorm", exec, rows,
+                         KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
 #if defined(ROOFTOP_HAS_VECTOR_ROWS) && !defined(__CUDA_ARCH__)
-                         if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
-                           if (vector_layout) {
-                             const auto* const in = &x(r.row, 0);
-                             // One pass over the row where it loses at most a bit: the sums of
-                             // the deviations from a shift, the mean of the first 16 values.
-                             // (dev2 - dev^2 / n) cancels about log2(dev2 / (n var)) bits, so
-                             // where the shift lies more than a standard deviation from the
-                             // mean (dev^2 / n > dev2 / 2) a second pass takes the deviations
-                             // from the mean, as the portable code below always does.
-                             const std::int64_t head = cols < 16 ? cols : 16;
-                             float mean0 = cpu::row_sum(in, head) / static_cast<float>(head);
-                             float dev, dev2, mean, rstd;
-                             cpu::row_deviation_sums(in, cols, mean0, dev, dev2);
-                             if (dev * dev * inv_cols > 0.5f * dev2) {
-                               mean0 += dev * inv_cols;
+                           if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
+                             if (vector_layout) {
+                               const auto* const in = &x(r.row, 0);
+                               // One pass over the row where it loses at most a bit: the sums of
+                               // the deviations from a shift, the mean of the first 16 values.
+                               // (dev2 - dev^2 / n) cancels about log2(dev2 / (n var)) bits, so
+                               // where the shift lies more than a standard deviation from the
+                               // mean (dev^2 / n > dev2 / 2) a second pass takes the deviations
+                               // from the mean, as the portable code below always does.
+                               const std::int64_t head = cols < 16 ? cols : 16;
+                               float mean0 = cpu::row_sum(in, head) / static_cast<float>(head);
+                               float dev, dev2, mean, rstd;
                                cpu::row_deviation_sums(in, cols, mean0, dev, dev2);
+                               if (dev * dev * inv_cols > 0.5f * dev2) {
+                                 mean0 += dev * inv_cols;
+                                 cpu::row_deviation_sums(in, cols, mean0, dev, dev2);
+                               }
+                               detail::layernorm_statistics(mean0, dev, dev2, inv_cols, e, mean, rstd);
+                               detail::norm_row_out(r, in, y, cols, mean, rstd, weight, bias, r.next_row_of(x));
+                               return;
                              }
-                             statistics(mean0, dev, dev2, mean, rstd);
-                             detail::norm_row_out(r, in, y, cols, mean, rstd, weight, bias, r.next_row_of(x));
-                             return;
                            }
-                         }
 #endif
-                         const auto in = r.input(x, cols);
-                         const float mean0 = inv_cols * r.reduce(cols, 0.0f, in, detail::Plus{});
-                         // Corrected two-pass: the deviations' own sum fixes the rounding of
-                         // mean0, so a constant row has zero variance up to rounding. Both sums
-                         // in one pass (the row is in cache).
-                         const detail::SumPair dev = r.reduce_sums(cols, [&](const std::int64_t c) {
-                           const float d = in(c) - mean0;
-                           return detail::SumPair{d, d * d};
-                         });
-                         float mean, rstd;
-                         statistics(mean0, dev.a, dev.b, mean, rstd);
-                         // One loop per case, so none loads a parameter under a condition
-                         // (which would keep the loop from vectorizing). A multiply and an
-                         // add, not compat::fma: with fmaf GCC 12 left these loops scalar
-                         // (layernorm fp32 in cache: 14 GB/s, 34 with the vector loop).
-                         auto write = [&](const auto& w, const auto& b) {
-                           r.write(y, cols, [&](const std::int64_t c) {
-                             return (in(c) - mean) * rstd * w(c) + b(c);
-                           }, r.next_row_of(x));
-                         };
-                         auto weight_of = [&](const std::int64_t c) { return float(weight(c)); };
-                         auto bias_of = [&](const std::int64_t c) { return float(bias(c)); };
-                         auto one = [](std::int64_t) { return 1.0f; };
-                         auto zero = [](std::int64_t) { return 0.0f; };
-                         if (has_weight && has_bias) write(weight_of, bias_of);
-                         else if (has_weight) write(weight_of, zero);
-                         else if (has_bias) write(one, bias_of);
-                         else write(one, zero);
-                       },
-                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y, vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols),
-                                                                           detail::light_op_row_bytes<T>()));
+                           const auto in = r.input(x, cols);
+                           const float mean0 = inv_cols * r.reduce(cols, 0.0f, in, detail::Plus{});
+                           // Corrected two-pass (layernorm_statistics), both sums in one pass
+                           // (the row is in cache).
+                           const detail::SumPair dev = r.reduce_sums(cols, [&](const std::int64_t c) {
+                             const float d = in(c) - mean0;
+                             return detail::SumPair{d, d * d};
+                           });
+                           float mean, rstd;
+                           detail::layernorm_statistics(mean0, dev.a, dev.b, inv_cols, e, mean, rstd);
+                           // One loop per case, so none loads a parameter under a condition
+                           // (which would keep the loop from vectorizing). A multiply and an
+                           // add, not compat::fma: with fmaf GCC 12 left these loops scalar
+                           // (layernorm fp32 in cache: 14 GB/s, 34 with the vector loop).
+                           auto write = [&](const auto& w, const auto& b) {
+                             r.write(y, cols, [&](const std::int64_t c) {
+                               return (in(c) - mean) * rstd * w(c) + b(c);
+                             }, r.next_row_of(x));
+                           };
+                           auto weight_of = [&](const std::int64_t c) { return float(weight(c)); };
+                           auto bias_of = [&](const std::int64_t c) { return float(bias(c)); };
+                           auto one = [](std::int64_t) { return 1.0f; };
+                           auto zero = [](std::int64_t) { return 0.0f; };
+                           if (has_weight && has_bias) write(weight_of, bias_of);
+                           else if (has_weight) write(weight_of, zero);
+                           else if (has_bias) write(one, bias_of);
+                           else write(one, zero);
+                         },
+                         detail::plan_rows<Exec, detail::light_op_stores<T>()>(
+                             y, vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols), detail::light_op_row_bytes<T>()));
+  }
 }
 template <class Exec, class X, class Y>
 void layernorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-5) {
@@ -257,35 +340,41 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
-  detail::for_each_row("rooftop::rmsnorm", exec, static_cast<std::int64_t>(x.extent(0)),
-                       KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
+  const auto rows = static_cast<std::int64_t>(x.extent(0));
+  if constexpr (detail::RowTeam<Exec>::gpu) {
+    detail::RegisterRows<Exec>::run("rooftop::rmsnorm", exec, rows, cols,
+                                    detail::RmsNormRegisterRows<X, Y, W, decltype(no_bias)>{x, y, weight, no_bias, e, inv_cols});
+  } else {
+    detail::for_each_row("rooftop::rmsnorm", exec, rows,
+                         KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
 #if defined(ROOFTOP_HAS_VECTOR_ROWS) && !defined(__CUDA_ARCH__)
-                         if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
-                           if (vector_layout) {
-                             const auto* const in = &x(r.row, 0);
-                             const float rrms = 1.0f / compat::sqrt(cpu::row_sum_squares(in, cols) * inv_cols + e);
-                             detail::norm_row_out(r, in, y, cols, 0.0f, rrms, weight, no_bias, r.next_row_of(x));
-                             return;
+                           if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
+                             if (vector_layout) {
+                               const auto* const in = &x(r.row, 0);
+                               const float rrms = 1.0f / compat::sqrt(cpu::row_sum_squares(in, cols) * inv_cols + e);
+                               detail::norm_row_out(r, in, y, cols, 0.0f, rrms, weight, no_bias, r.next_row_of(x));
+                               return;
+                             }
                            }
-                         }
 #endif
-                         const auto in = r.input(x, cols);
-                         const float squares = r.reduce(
-                             cols, 0.0f,
-                             [&](const std::int64_t c) {
-                               const float v = in(c);
-                               return v * v;
-                             },
-                             detail::Plus{});
-                         const float rrms = 1.0f / compat::sqrt(squares * inv_cols + e);
-                         if (has_weight) {
-                           r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms * float(weight(c)); }, r.next_row_of(x));
-                         } else {
-                           r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms; }, r.next_row_of(x));
-                         }
-                       },
-                       detail::plan_rows<Exec, detail::light_op_stores<T>()>(y, vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols),
-                                                                           detail::light_op_row_bytes<T>()));
+                           const auto in = r.input(x, cols);
+                           const float squares = r.reduce(
+                               cols, 0.0f,
+                               [&](const std::int64_t c) {
+                                 const float v = in(c);
+                                 return v * v;
+                               },
+                               detail::Plus{});
+                           const float rrms = 1.0f / compat::sqrt(squares * inv_cols + e);
+                           if (has_weight) {
+                             r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms * float(weight(c)); }, r.next_row_of(x));
+                           } else {
+                             r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms; }, r.next_row_of(x));
+                           }
+                         },
+                         detail::plan_rows<Exec, detail::light_op_stores<T>()>(
+                             y, vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols), detail::light_op_row_bytes<T>()));
+  }
 }
 template <class Exec, class X, class Y>
 void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-6) {

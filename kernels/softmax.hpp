@@ -9,9 +9,9 @@
 /// pass writes e / sum: exp is what bounds this op on CPUs. On the host e is kept in a scratch
 /// row per thread (in L2 for rows up to ~64K columns), so x is read from memory once and large
 /// outputs are written with streaming stores; on AVX-512 and AVX2 hosts the passes are vector
-/// code (softmax_row_vector, backends/cpu/softmax_row.hpp); on GPUs an fp32 y holds e, and bf16/fp16 rows
-/// are read once with an online max and sum (per partial the running max m and the sum s of
-/// exp(x - m), rescaled when m grows) and exp is evaluated again for the output.
+/// code (softmax_row_vector, backends/cpu/softmax_row.hpp). On GPUs rows are held in registers
+/// (SoftmaxRegisterRows, core/register_rows.hpp): rows of up to 16384 entries are read once and
+/// written once.
 /// -Inf entries (masked) get 0. A row whose entries are all -Inf gets all 0 (there is nothing
 /// to normalize; attention over a fully masked row then contributes nothing, unlike the NaN of
 /// a literal 0/0). A NaN or +Inf entry makes its row NaN.
@@ -23,6 +23,7 @@
 #include "../core/error.hpp"
 #include "../core/math.hpp"
 #include "../core/parallel.hpp"
+#include "../core/register_rows.hpp"
 #include "../core/types.hpp"
 #include "../backends/cpu/softmax_row.hpp"
 
@@ -32,20 +33,6 @@
 namespace rooftop {
 
 namespace detail {
-/// Running max m and sum s of exp(x - m) over some of a row's entries.
-struct MaxSum {
-  float m, s;
-
-  /// Adds one entry: one exp, whichever of m and v is larger (branch-free, so it vectorizes).
-  KOKKOS_FORCEINLINE_FUNCTION void add(float v) {
-    const bool grows = v > m;
-    const float e = math::exp(math::select(grows, m - v, v - m));  // of a value <= 0; NaN only if both are -Inf
-    const bool masked = v == -std::numeric_limits<float>::infinity();
-    s = math::select(grows, compat::fma(s, e, 1.0f), math::select(masked, s, s + e));
-    m = math::select(grows, v, m);
-  }
-};
-
 /// max(a, b) for the row max, skipping a NaN b: a NaN entry reaches every output of its row
 /// through the sum of exponentials instead. Written as a compare-and-pick, which GCC turns into
 /// one vmaxps (a NaN-propagating select takes four instructions: a fold of 4096 floats in L1,
@@ -54,19 +41,7 @@ struct Max {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float a, float b) const { return b > a ? b : a; }
 };
 
-/// Merges two partials.
-struct CombineMaxSum {
-  KOKKOS_INLINE_FUNCTION MaxSum operator()(const MaxSum& a, const MaxSum& b) const {
-    const float m = a.m > b.m ? a.m : b.m;
-    // A partial whose max is the overall max needs no rescaling (and -Inf - -Inf is NaN).
-    const float sa = math::select(a.m == m, a.s, a.s * math::exp(a.m - m));
-    const float sb = math::select(b.m == m, b.s, b.s * math::exp(b.m - m));
-    return {m, sa + sb};
-  }
-};
-}  // namespace detail
 
-namespace detail {
 /// e^(v - m) for v <= m, the row's max, as 2^z with z = (v - sub) log2 e - offset, one fma for
 /// the argument. Per row, either sub = 0 and offset = m log2 e: then z is exact but for the
 /// rounding of m log2 e, an error common to the row (it cancels in the normalization) within
@@ -115,10 +90,49 @@ void softmax_row_vector(const Row& r, const X& x, const Y& y, const T* in, std::
 }
 #endif
 
-/// One row of softmax (see the file comment for the strategies).
+/// softmax of rows held in registers (RegisterRows, the GPU path): the row max, then the sum of
+/// the exponentials, then the output. A row of one chunk keeps each exponential in place of its
+/// value (one exp per entry); longer rows evaluate it again for the output. Padding is -Inf,
+/// which adds nothing to either. The same results for -Inf, NaN and +Inf entries as
+/// softmax_row (an all -Inf row gives 0, unless a NaN makes the sum NaN).
+template <class X, class Y>
+struct SoftmaxRegisterRows {
+  X x;
+  Y y;
+  template <class Row>
+  KOKKOS_INLINE_FUNCTION void operator()(const Row& r) const {
+    constexpr int R = Row::values;
+    constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+    const bool one_chunk = r.chunks == 1;
+    float v[R]{};  // (each_chunk loads it first; GCC cannot tell)
+    int held = -1;
+    float m = minus_inf;
+    r.each_chunk(x, v, minus_inf, held, [&](int) {
+      ROOFTOP_UNROLL
+      for (int k = 0; k < R; ++k) m = Max{}(m, v[k]);
+    });
+    const ExpMinusMax exp_minus_max = ExpMinusMax::of_max(r.all(m, minus_inf, Max{}));
+    float s = 0.0f;
+    r.each_chunk(x, v, minus_inf, held, [&](int) {
+      ROOFTOP_UNROLL
+      for (int k = 0; k < R; ++k) {
+        const float e = exp_minus_max(v[k]);
+        s += e;
+        if (one_chunk) v[k] = e;
+      }
+    });
+    s = r.all(s, 0.0f, Plus{});
+    const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
+    r.each_chunk(x, v, minus_inf, held, [&](const int chunk) {
+      r.store(y, chunk, [&](const int k) { return (one_chunk ? v[k] : exp_minus_max(v[k])) * inv; });
+    });
+  }
+};
+
+/// One row of softmax on the host (see the file comment for the strategies).
 template <class Row, class X, class Y>
 KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, std::int64_t cols) {
-  using T = typename Y::value_type;
+  static_assert(!Row::gpu, "softmax_row: host rows (GPUs hold rows in registers, SoftmaxRegisterRows)");
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
   // AVX-512 and AVX2 hosts: contiguous rows of any dtype read in place, each value widened as it is
@@ -126,7 +140,7 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
   // VM, scratch program, alternating, median GB/s: 32x32768 in cache bf16 29-30 -> 33-34, fp16
   // 29-30.5 -> 32-34; 1024x32768 bf16 22.5-23.4 -> 24.7-25.2, fp16 21-22.6 -> 24; rows of 768
   // and 4096 within noise, 0-8% up.)
-  if constexpr (!Row::gpu && cpu::has_float_lanes<std::remove_const_t<typename X::value_type>>) {
+  if constexpr (cpu::has_float_lanes<std::remove_const_t<typename X::value_type>>) {
     if (cols == 1 || x.stride(1) == 1) return softmax_row_vector(r, x, y, &x(r.row, 0), cols);
   }
 #endif
@@ -135,52 +149,16 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
   // program, three alternations, GB/s: 2730x768 in cache 22.4-25.7 -> 29.7-30.4, 16384x4096
   // 25.3-26.9 -> 28.0-29.8.)
   const auto in = r.template input<true>(x, cols);
-  if constexpr (!Row::gpu || std::is_same_v<T, float>) {
-    // The row max first, then e = exp(x - max) summed and kept (in the host's scratch row, or
-    // in an fp32 y), then the output pass rescales e: one exp per entry.
-    const ExpMinusMax exp_minus_max = ExpMinusMax::of_max(r.reduce(cols, minus_inf, in, Max{}));
-    auto e_at = [&](const std::int64_t c) -> float& {
-      if constexpr (Row::gpu) {
-        return y(r.row, c);
-      } else {
-        return r.scratch[c];
-      }
-    };
-    float s;
-    if constexpr (Row::gpu) {
-      s = r.reduce(
-          cols, 0.0f,
-          [&](const std::int64_t c) {
-            const float e = exp_minus_max(in(c));
-            e_at(c) = e;
-            return e;
-          },
-          Plus{});
-    } else {
-      // On the host the exponentials first, in a loop of their own, then their sum (the same
-      // partials and order): folded into the sum, the loop kept the sum's partials on the stack.
-      float* const e = r.scratch;
-      ROOFTOP_SIMD
-      for (std::int64_t c = 0; c < cols; ++c) e[c] = exp_minus_max(in(c));
-      s = r.reduce(cols, 0.0f, FloatRow{e}, Plus{});
-    }
-    r.barrier();
-    const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
-    r.write(y, cols, [&](const std::int64_t c) { return e_at(c) * inv; }, r.next_row_of(x));
-  } else {
-    // GPU, bf16/fp16 output, which would round the stored exponentials: the online max and
-    // sum in one read instead, and exp again for the output.
-    const MaxSum total = r.reduce_by(
-        cols, MaxSum{minus_inf, 0.0f}, [&](MaxSum& part, const std::int64_t c) { part.add(in(c)); }, CombineMaxSum{});
-    // All -Inf: write 0, unless a NaN entry made the sum NaN (a row of -Inf and NaN, whose max
-    // stays -Inf: it wrote zeros and one NaN on an H100). A +Inf entry makes the row NaN (the
-    // partials' sums stay finite: each +Inf entry restarts its partial's sum at 1).
-    const float inv = total.s != total.s || total.m == std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::quiet_NaN()
-                      : total.m == minus_inf ? 0.0f
-                                            : 1.0f / total.s;
-    const ExpMinusMax exp_minus_max = ExpMinusMax::of_max(total.m);
-    r.for_each(cols, [&](const std::int64_t c) { y(r.row, c) = T(exp_minus_max(in(c)) * inv); });
-  }
+  // The row max first, then e = exp(x - max) into the scratch row, in a loop of its own, then
+  // their sum (the same partials and order; folded into the sum, the loop kept the sum's
+  // partials on the stack), then the output pass rescales e: one exp per entry.
+  const ExpMinusMax exp_minus_max = ExpMinusMax::of_max(r.reduce(cols, minus_inf, in, Max{}));
+  float* const e = r.scratch;
+  ROOFTOP_SIMD
+  for (std::int64_t c = 0; c < cols; ++c) e[c] = exp_minus_max(in(c));
+  const float s = r.reduce(cols, 0.0f, FloatRow{e}, Plus{});
+  const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
+  r.write(y, cols, [&](const std::int64_t c) { return e[c] * inv; }, r.next_row_of(x));
 }
 }  // namespace detail
 
@@ -193,16 +171,21 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
   mandate_fp32_math<typename Y::value_type>();
   detail::require_same_shape("softmax", "x", x, "y", y);
   const auto cols = static_cast<std::int64_t>(x.extent(1));
-  // On the host, a scratch row per work item holds the exponentials (cols floats). Rows stream
-  // from 4 KB, fp32 too: softmax is bound by its exponentials, and fp32 rows of 768 ran faster
-  // with plain stores (2^25 elements, the harness, three alternations on the Zen 4 VM, GB/s:
-  // 34.9-35.9 streamed, 38.8-39.0 plain; rows of 4096 36-39 streamed, 24-25 plain).
-  constexpr std::int64_t streamed_row_bytes = 4096;
-  const auto plan = detail::plan_rows<Exec, detail::light_op_stores<typename Y::value_type>()>(
-      y, detail::RowTeam<Exec>::gpu ? 0 : cols, streamed_row_bytes);
-  detail::for_each_row(
-      "rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
-      KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) { detail::softmax_row(r, x, y, cols); }, plan);
+  if constexpr (detail::RowTeam<Exec>::gpu) {
+    detail::RegisterRows<Exec>::run("rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)), cols,
+                                    detail::SoftmaxRegisterRows<X, Y>{x, y});
+  } else {
+    // On the host, a scratch row per work item holds the exponentials (cols floats). Rows
+    // stream from 4 KB, fp32 too: softmax is bound by its exponentials, and fp32 rows of 768
+    // ran faster with plain stores (2^25 elements, the harness, three alternations on the Zen 4
+    // VM, GB/s: 34.9-35.9 streamed, 38.8-39.0 plain; rows of 4096 36-39 streamed, 24-25 plain).
+    constexpr std::int64_t streamed_row_bytes = 4096;
+    const auto plan =
+        detail::plan_rows<Exec, detail::light_op_stores<typename Y::value_type>()>(y, cols, streamed_row_bytes);
+    detail::for_each_row(
+        "rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
+        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) { detail::softmax_row(r, x, y, cols); }, plan);
+  }
 }
 template <class X, class Y>
 void softmax(const X& x, const Y& y) { softmax(typename Y::execution_space{}, x, y); }

@@ -74,13 +74,17 @@ void check_gemm(Trans ta, const A& a, Trans tb, const B& b, const C& c, double a
 const std::vector<std::array<std::int64_t, 3>> shapes = {
     {1, 1, 1}, {13, 7, 29}, {97, 130, 300}, {200, 3, 5}, {3, 200, 513}, {0, 5, 3}, {5, 0, 3}, {6, 17, 0}};
 
-/// Small tiles for running the GPU driver on the host: 1 x 1 teams (and 1 x 2, if the backend
-/// allows teams of two threads) with blocks that do not divide the test sizes.
+/// Small tiles for running the GPU driver on the host: 1 x 1 teams (and 1 x 2 and 2 x 1, if
+/// the backend allows teams of two threads) with blocks that do not divide the test sizes, in
+/// runs of one and of two (vec).
 struct TinyTiles {
-  static constexpr int ty = 1, tx = 1, mr = 3, nr = 5, kc = 4;
+  static constexpr int ty = 1, tx = 1, mr = 3, nr = 5, kc = 4, vec = 1, min_teams = 1;
 };
 struct PairTiles {
-  static constexpr int ty = 1, tx = 2, mr = 4, nr = 3, kc = 7;
+  static constexpr int ty = 1, tx = 2, mr = 4, nr = 3, kc = 7, vec = 1, min_teams = 1;
+};
+struct RunTiles {
+  static constexpr int ty = 2, tx = 1, mr = 4, nr = 6, kc = 5, vec = 2, min_teams = 1;
 };
 
 }  // namespace
@@ -163,22 +167,29 @@ TEST_CASE_TEMPLATE("gemm's GPU driver (register-blocked teams) on this backend",
     });
   };
   const bool pairs = test::max_team_size() >= 2;
-  for (const auto& shape : shapes) {
-    const std::int64_t m = shape[0], n = shape[1], k = shape[2];
-    CAPTURE(m);
-    CAPTURE(n);
-    CAPTURE(k);
-    auto a = random_mat<T, Kokkos::LayoutRight>(m, k), b = random_mat<T, Kokkos::LayoutRight>(n, k);
-    Mat<T, Kokkos::LayoutRight> c("c", m, n);
-    fill_nan(Exec(), test::flat(c));
-    check_gemm(Trans::none, a, Trans::transpose, b, c, 1.0, 0.0,
-               [&] { run_with(TinyTiles{}, Trans::none, a, Trans::transpose, b, c, 1, 0); });
-    if (pairs) {
-      auto c2 = random_mat<T, Kokkos::LayoutRight>(m, n);
-      check_gemm(Trans::none, a, Trans::transpose, b, c2, 2.0, 0.5,
-                 [&] { run_with(PairTiles{}, Trans::none, a, Trans::transpose, b, c2, 2, 0.5); });
-    }
-  }
+  // Every op: the driver's loads run along i or k of op(A) and j or k of op(B), whichever is
+  // contiguous in memory.
+  for (const auto& shape : shapes)
+    for (Trans ta : {Trans::none, Trans::transpose})
+      for (Trans tb : {Trans::none, Trans::transpose}) {
+        const std::int64_t m = shape[0], n = shape[1], k = shape[2];
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(static_cast<int>(ta));
+        CAPTURE(static_cast<int>(tb));
+        auto a = ta == Trans::none ? random_mat<T, Kokkos::LayoutRight>(m, k) : random_mat<T, Kokkos::LayoutRight>(k, m);
+        auto b = tb == Trans::none ? random_mat<T, Kokkos::LayoutRight>(k, n) : random_mat<T, Kokkos::LayoutRight>(n, k);
+        Mat<T, Kokkos::LayoutRight> c("c", m, n);
+        fill_nan(Exec(), test::flat(c));
+        check_gemm(ta, a, tb, b, c, 1.0, 0.0, [&] { run_with(TinyTiles{}, ta, a, tb, b, c, 1, 0); });
+        if (pairs) {
+          auto c2 = random_mat<T, Kokkos::LayoutRight>(m, n);
+          check_gemm(ta, a, tb, b, c2, 2.0, 0.5, [&] { run_with(PairTiles{}, ta, a, tb, b, c2, 2, 0.5); });
+          auto c3 = random_mat<T, Kokkos::LayoutLeft>(m, n);
+          check_gemm(ta, a, tb, b, c3, -1.0, 1.0, [&] { run_with(RunTiles{}, ta, a, tb, b, c3, -1, 1); });
+        }
+      }
 }
 
 TEST_CASE("gemm: mismatched extents are an error naming them") {

@@ -121,6 +121,59 @@ TEST_CASE_TEMPLATE("constant rows (zero variance): layernorm gives the bias, rms
   for (double v : host(y)) REQUIRE(v == doctest::Approx(1.0).epsilon(4 * epsilon<T>()));
 }
 
+namespace {
+/// layernorm (rms false) or rmsnorm of x into y through the GPU's path, rows held in registers
+/// (R values per thread), with `team` threads per row on this backend.
+template <int R, class X, class Y, class W, class B>
+void register_norm(bool rms, int team, const X& x, const Y& y, float eps, const W& w, const B& b) {
+  const auto rows = static_cast<std::int64_t>(x.extent(0)), cols = static_cast<std::int64_t>(x.extent(1));
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  if (rms) {
+    detail::RegisterRows<Exec>::launch<R>("rmsnorm", Exec(), rows, cols, team,
+                                          detail::RmsNormRegisterRows<X, Y, W, B>{x, y, w, b, eps, inv_cols});
+  } else {
+    detail::RegisterRows<Exec>::launch<R>("layernorm", Exec(), rows, cols, team,
+                                          detail::LayerNormRegisterRows<X, Y, W, B>{x, y, w, b, eps, inv_cols});
+  }
+}
+
+template <class T, int R>
+void check_register_norms() {
+  const int team = test::max_team_size();
+  CAPTURE(team);
+  CAPTURE(R);
+  const float eps = 1e-5f;
+  const test::Vector<T> none;
+  // One value, a short row, rows that fill all but one or all of the team's values (one chunk),
+  // and rows of two and three chunks.
+  const std::int64_t span = std::int64_t(team) * R;
+  for (const std::int64_t cols : {std::int64_t(1), std::int64_t(R - 1), span - 1, span, span + 1, 3 * span - 5}) {
+    CAPTURE(cols);
+    // A mean far from 0 relative to the spread (the variance must not cancel), and constant
+    // rows of an inexact value (zero variance up to rounding).
+    auto x = test::random_matrix<T>(6, cols, 2, 4);
+    Kokkos::deep_copy(Kokkos::subview(x, std::make_pair(4, 6), Kokkos::ALL), T(0.1f));
+    auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+    const auto hx = host(x), hw = host(w), hb = host(b);
+    const auto ln = normalize_rows(hx, cols, eps, false), rms = normalize_rows(hx, cols, eps, true);
+    for (const bool with_params : {true, false}) {
+      CAPTURE(with_params);
+      auto y = test::poisoned_matrix<T>(6, cols);
+      register_norm<R>(false, team, x, y, eps, with_params ? w : none, with_params ? b : none);
+      check_norm<T>(ln, cols, with_params ? hw : std::vector<double>{}, with_params ? hb : std::vector<double>{}, host(y));
+      y = test::poisoned_matrix<T>(6, cols);
+      register_norm<R>(true, team, x, y, eps, with_params ? w : none, none);
+      check_norm<T>(rms, cols, with_params ? hw : std::vector<double>{}, {}, host(y));
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("layernorm's and rmsnorm's GPU path (rows held in registers) on this backend", T, ROOFTOP_ML_DTYPES) {
+  check_register_norms<T, 8>();
+  check_register_norms<T, 16>();
+}
+
 TEST_CASE("norms work in place; a zero row normalizes to 0") {
   for (const std::size_t threshold : test::store_thresholds) {
     CAPTURE(threshold);

@@ -137,7 +137,11 @@ TEST_CASE("softmax works in place, and a NaN makes only its row NaN") {
   CHECK(hz[5] == doctest::Approx(std::exp(3.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0))));
 }
 
-TEST_CASE_TEMPLATE("a NaN or +Inf anywhere in a row makes that row NaN, masked entries or not", T, ROOFTOP_ML_DTYPES) {
+namespace {
+/// NaN and +Inf entries make their rows NaN, masked entries or not; softmax_into(x, y) runs
+/// the softmax under test.
+template <class T, class Softmax>
+void check_nan_and_inf_rows(const Softmax& softmax_into) {
   const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
   // The NaNs carry payloads whose low bits are set (they once slipped through exp as numbers).
   const float nan1 = compat::bit_cast<float>(0x7fc00001u), nan2 = compat::bit_cast<float>(0xffc0010fu);
@@ -145,13 +149,66 @@ TEST_CASE_TEMPLATE("a NaN or +Inf anywhere in a row makes that row NaN, masked e
   auto x = matrix_of<T>(7, 3, {nan1, 1.0f, 2.0f,  1.0f, 2.0f, nan2,  -inf, nan, -inf,  -inf, -inf, -inf,  1.0f, -inf, 2.0f,
                                1.0f, inf, 3.0f,  inf, 2.0f, inf});
   auto y = test::poisoned_matrix<T>(7, 3);
-  rooftop::softmax(Exec(), x, y);
+  softmax_into(x, y);
   const auto hy = host(y);
   for (int i = 0; i < 9; ++i) CHECK(std::isnan(hy[i]));
   for (int i = 9; i < 12; ++i) CHECK(hy[i] == 0.0);  // all masked
   CHECK(hy[13] == 0.0);
   CHECK(hy[14] == doctest::Approx(std::exp(2.0) / (std::exp(1.0) + std::exp(2.0))).epsilon(reference::tolerance<T>(1, 1, 2)));
   for (int i = 15; i < 21; ++i) CHECK(std::isnan(hy[i]));
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("a NaN or +Inf anywhere in a row makes that row NaN, masked entries or not", T, ROOFTOP_ML_DTYPES) {
+  check_nan_and_inf_rows<T>([](const auto& x, const auto& y) { rooftop::softmax(Exec(), x, y); });
+}
+
+namespace {
+/// softmax of x into y through the GPU's path, rows held in registers (R values per thread per
+/// chunk), with `team` threads per row on this backend.
+template <int R, class X, class Y>
+void register_softmax(int team, const X& x, const Y& y) {
+  detail::RegisterRows<Exec>::launch<R>("softmax", Exec(), static_cast<std::int64_t>(x.extent(0)),
+                                        static_cast<std::int64_t>(x.extent(1)), team, detail::SoftmaxRegisterRows<X, Y>{x, y});
+}
+
+template <class T, int R>
+void check_register_softmax() {
+  const int team = test::max_team_size();
+  CAPTURE(team);
+  CAPTURE(R);
+  // One value, a short row, rows that fill all but one or all of the team's values (one chunk),
+  // and rows of two and three chunks; masked entries and a fully masked row among them.
+  const std::int64_t span = std::int64_t(team) * R;
+  for (const std::int64_t cols : {std::int64_t(1), std::int64_t(R - 1), span - 1, span, span + 1, 3 * span - 5}) {
+    CAPTURE(cols);
+    auto x = test::random_matrix<T>(5, cols, -10, 10);
+    {  // row 0: every third entry masked; row 1: all masked
+      auto hx = Kokkos::create_mirror_view(x);
+      Kokkos::deep_copy(hx, x);
+      for (std::int64_t c = 0; c < cols; ++c) {
+        if (c % 3 == 1) hx(0, c) = T(-std::numeric_limits<float>::infinity());
+        hx(1, c) = T(-std::numeric_limits<float>::infinity());
+      }
+      Kokkos::deep_copy(x, hx);
+    }
+    auto y = test::poisoned_matrix<T>(5, cols);
+    register_softmax<R>(team, x, y);
+    check_softmax<T>(host(x), cols, host(y));
+  }
+  check_nan_and_inf_rows<T>([&](const auto& x, const auto& y) { register_softmax<R>(team, x, y); });
+  // A team larger than the backend runs is an error, before anything is written.
+  auto x = test::random_matrix<T>(2, 8), y = test::poisoned_matrix<T>(2, 8);
+  CHECK_THROWS_WITH_AS(register_softmax<R>(team + 1, x, y),
+                       ("softmax: a team of " + std::to_string(team + 1) + " threads (this backend runs 1 to " + std::to_string(team) + ")").c_str(),
+                       rooftop::Error);
+  for (double v : host(y)) REQUIRE(std::isnan(v));
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("softmax's GPU path (rows held in registers) on this backend", T, ROOFTOP_ML_DTYPES) {
+  check_register_softmax<T, 8>();
+  check_register_softmax<T, 16>();
 }
 
 TEST_CASE("preconditions: softmax names the op and extents") {

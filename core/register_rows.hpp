@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// \file
+/// Row-wise kernels with each row held in registers, the GPU path of softmax, layernorm and
+/// rmsnorm. One team per row; thread t of a team of T holds the row's columns t, t + T, ...,
+/// t + (R - 1) T as floats (a warp's loads consecutive), R fixed at compile time (8 or 16) and
+/// T chosen per call so that T R covers the row where it can (up to 1024 threads; longer rows
+/// go in chunks of T R, see RegisterRow::each_chunk). A thread issues all R loads before it
+/// uses any, the team combines the threads' partials, and each thread writes its own values:
+/// a row of one chunk (up to 16384 entries) is read from memory once and written once.
+///
+/// What it replaces on GPUs (RowTeam: Kokkos' automatic team size, one element per thread per
+/// step of a TeamThreadRange, the row read again from memory or cache for each pass) ran at
+/// 0.10-0.68 of the H100's measured bandwidth ceiling and 0.17-0.76x PyTorch (26 November 2026,
+/// docs/measured/h100-2026-11-26): few bytes in flight per thread, and rows of 32768 read two or
+/// three times. This path has not yet been measured on a GPU.
+///
+/// Nothing in it is CUDA-specific: the tests run it on the host backends with the teams they
+/// allow (RegisterRows::launch with an explicit team size).
+#pragma once
+
+#include "error.hpp"
+#include "parallel.hpp"
+#include "reduction.hpp"
+
+#include <cstdint>
+
+namespace rooftop::detail {
+
+/// One row of a register-row kernel, as thread member.team_rank() of its team sees it. The row
+/// is cut into `chunks` chunks of T * R columns (one for rows up to T * R); in chunk c the
+/// thread's values are columns col(k, c) for k < R (those past the row's end are padding).
+template <class Exec, int R>
+struct RegisterRow {
+  using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
+  static constexpr int values = R;
+
+  const Member& member;
+  std::int64_t row, cols;
+  int chunks;
+
+  KOKKOS_FORCEINLINE_FUNCTION std::int64_t col(int k, int chunk) const {
+    const std::int64_t team = member.team_size();
+    return (static_cast<std::int64_t>(chunk) * R + k) * team + member.team_rank();
+  }
+  /// Whether value k of the chunk is in the row (not padding).
+  KOKKOS_FORCEINLINE_FUNCTION bool has(int k, int chunk) const { return col(k, chunk) < cols; }
+
+  /// v[k] = float(x(row, col(k, chunk))), or `pad` past the row's end: every load before any use.
+  template <class X>
+  KOKKOS_FORCEINLINE_FUNCTION void load(const X& x, float (&v)[R], float pad, int chunk) const {
+    ROOFTOP_UNROLL
+    for (int k = 0; k < R; ++k) v[k] = has(k, chunk) ? float(x(row, col(k, chunk))) : pad;
+  }
+
+  /// f(chunk) for every chunk with v holding it (padded with `pad`): first the chunk v holds
+  /// already (`held`: -1 for none), then the others, loaded; `held` is updated. With one chunk
+  /// the row is loaded once for all passes; with more, each pass after the first reloads all but
+  /// one (from L2, for rows that fit there).
+  template <class X, class F>
+  KOKKOS_INLINE_FUNCTION void each_chunk(const X& x, float (&v)[R], float pad, int& held, const F& f) const {
+    const bool forward = held <= 0;
+    for (int i = 0; i < chunks; ++i) {
+      const int chunk = forward ? i : chunks - 1 - i;
+      if (chunk != held) load(x, v, pad, chunk);
+      held = chunk;
+      f(chunk);
+    }
+  }
+
+  /// The team's fold of every thread's `part` with `combine` (identity `identity`); every thread
+  /// gets it. A TeamThreadRange of exactly the team's size gives each thread one index (on
+  /// CUDA its rank; on the host backends chunks of one), so each adds its partial once.
+  template <class Acc, class Combine>
+  KOKKOS_INLINE_FUNCTION Acc all(const Acc& part, const Acc& identity, const Combine& combine) const {
+    Acc result = identity;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, member.team_size()), [&](const int, Acc& p) { p = combine(p, part); },
+        CombineReducer<Acc, Combine>(result, identity, combine));
+    return result;
+  }
+
+  /// y(row, col(k, chunk)) = T(value(k)) for the chunk's values in the row.
+  template <class Y, class Value>
+  KOKKOS_FORCEINLINE_FUNCTION void store(const Y& y, int chunk, const Value& value) const {
+    using T = typename Y::value_type;
+    ROOFTOP_UNROLL
+    for (int k = 0; k < R; ++k)
+      if (has(k, chunk)) y(row, col(k, chunk)) = T(value(k));
+  }
+};
+
+/// Launches register-row kernels: body(RegisterRow<Exec, R>) once per row (body: a functor with
+/// a template call operator, as extended lambdas cannot be generic).
+template <class Exec>
+struct RegisterRows {
+  /// At most 64 registers per thread, so any team up to 1024 threads launches. (16 values per
+  /// thread took 56-64 registers, CUDA 11.8 for sm_90; 32 under that cap, or 64 under 128 in
+  /// teams of 512, spilled 88-440 bytes to the stack: hence chunks beyond 16 values.)
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<1024, 1>>;
+  static constexpr std::int64_t max_team = 1024, warp = 32;
+
+  template <int R, class Body>
+  struct Kernel {
+    Body body;
+    std::int64_t cols;
+    int chunks;
+    KOKKOS_INLINE_FUNCTION void operator()(const typename Policy::member_type& member) const {
+      body(RegisterRow<Exec, R>{member, static_cast<std::int64_t>(member.league_rank()), cols, chunks});
+    }
+  };
+
+  /// The rows [0, rows) of `cols` entries, R values per thread per chunk, `team` threads per
+  /// row. Throws rooftop::Error if the backend cannot run such a team.
+  template <int R, class Body>
+  static void launch(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, int team, const Body& body) {
+    const std::int64_t span = static_cast<std::int64_t>(team) * R;
+    const Kernel<R, Body> kernel{body, cols, static_cast<int>(cols > span ? (cols + span - 1) / span : 1)};
+    const int most = Policy(exec, 1, 1).team_size_max(kernel, Kokkos::ParallelForTag());
+    ROOFTOP_REQUIRE(team >= 1 && team <= most, label, "a team of ", team, " threads (this backend runs 1 to ", most, ")");
+    if (rows > 0) Kokkos::parallel_for(label, Policy(exec, rows, team), kernel);
+  }
+
+  /// On a GPU: 8 values per thread for rows of up to 8192 entries, else 16, with the fewest
+  /// whole warps that cover the row (up to 1024 threads: one chunk up to 16384 entries, two to
+  /// 32768, ...).
+  template <class Body>
+  static void run(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, const Body& body) {
+    auto team_for = [&](const std::int64_t r) {
+      const std::int64_t threads = (cols + r - 1) / r;
+      return static_cast<int>(threads < warp ? warp : threads > max_team ? max_team : (threads + warp - 1) / warp * warp);
+    };
+    if (cols <= 8 * max_team) {
+      launch<8>(label, exec, rows, cols, team_for(8), body);
+    } else {
+      launch<16>(label, exec, rows, cols, team_for(16), body);
+    }
+  }
+};
+
+}  // namespace rooftop::detail
