@@ -197,6 +197,12 @@ void check_register_softmax() {
     check_softmax<T>(host(x), cols, host(y));
   }
   check_nan_and_inf_rows<T>([&](const auto& x, const auto& y) { register_softmax<R>(team, x, y); });
+  {  // in place, three chunks: each chunk is written after its last read
+    auto x = test::random_matrix<T>(3, 3 * span - 1, -10, 10);
+    const auto hx = host(x);
+    register_softmax<R>(team, x, x);
+    check_softmax<T>(hx, 3 * span - 1, host(x));
+  }
   // A team larger than the backend runs is an error, before anything is written.
   auto x = test::random_matrix<T>(2, 8), y = test::poisoned_matrix<T>(2, 8);
   CHECK_THROWS_WITH_AS(register_softmax<R>(team + 1, x, y),
