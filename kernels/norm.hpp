@@ -70,24 +70,12 @@ KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, float dev, float d
   rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + eps);
 }
 
-/// The output of a chunk of a norm's row held in registers: (v[k] - shift) * scale * weight + bias.
-template <class Row, class Y, class W, class B, int R>
-KOKKOS_FORCEINLINE_FUNCTION void norm_register_row_out(const Row& r, const Y& y, int chunk, const float (&v)[R], float shift,
-                                                       float scale, const W& weight, const B& bias) {
-  const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
-  r.store(y, chunk, [&](const int k) {
-    float o = (v[k] - shift) * scale;
-    if (has_weight) o *= float(weight(r.col(k, chunk)));
-    if (has_bias) o += float(bias(r.col(k, chunk)));
-    return o;
-  });
-}
-
-/// layernorm of rows held in registers (RegisterRows, the GPU path): the sum, then the
-/// deviations from its mean and their squares (padding left out), then the output, with the
-/// portable path's corrected two-pass statistics.
-template <class X, class Y, class W, class B>
-struct LayerNormRegisterRows {
+/// layernorm (rms false) or rmsnorm (rms true, bias empty) of rows held in registers
+/// (RegisterRows, the GPU path). layernorm: the sum, then the deviations from its mean and their
+/// squares (padding left out), with the portable path's corrected two-pass statistics; rmsnorm:
+/// the sum of squares (padding is 0). Then the output (v - shift) * scale * weight + bias.
+template <bool rms, class X, class Y, class W, class B>
+struct NormRegisterRows {
   X x;
   Y y;
   W weight;
@@ -98,48 +86,38 @@ struct LayerNormRegisterRows {
     constexpr int R = Row::values;
     float v[R]{};  // (each_chunk loads it first; GCC cannot tell)
     int held = -1;
-    float s = 0.0f;
+    float sum = 0.0f;  // of the values, or of their squares
     r.each_chunk(x, v, 0.0f, held, [&](int) {
       ROOFTOP_UNROLL
-      for (int k = 0; k < R; ++k) s += v[k];
+      for (int k = 0; k < R; ++k) sum += rms ? v[k] * v[k] : v[k];
     });
-    const float mean0 = r.all(s, 0.0f, Plus{}) * inv_cols;
-    SumPair dev{0.0f, 0.0f};
+    sum = r.all(sum, 0.0f, Plus{});
+    float shift = 0.0f, scale;
+    if constexpr (rms) {
+      scale = 1.0f / compat::sqrt(sum * inv_cols + eps);
+    } else {
+      const float mean0 = sum * inv_cols;
+      SumPair dev{0.0f, 0.0f};
+      r.each_chunk(x, v, 0.0f, held, [&](const int chunk) {
+        ROOFTOP_UNROLL
+        for (int k = 0; k < R; ++k) {
+          const float d = r.has(k, chunk) ? v[k] - mean0 : 0.0f;
+          dev.a += d;
+          dev.b += d * d;
+        }
+      });
+      dev = r.all(dev, SumPair{0.0f, 0.0f}, PlusPair{});
+      layernorm_statistics(mean0, dev.a, dev.b, inv_cols, eps, shift, scale);
+    }
+    const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
     r.each_chunk(x, v, 0.0f, held, [&](const int chunk) {
-      ROOFTOP_UNROLL
-      for (int k = 0; k < R; ++k) {
-        const float d = r.has(k, chunk) ? v[k] - mean0 : 0.0f;
-        dev.a += d;
-        dev.b += d * d;
-      }
+      r.store(y, chunk, [&](const int k) {
+        float o = (v[k] - shift) * scale;
+        if (has_weight) o *= float(weight(r.col(k, chunk)));
+        if (has_bias) o += float(bias(r.col(k, chunk)));
+        return o;
+      });
     });
-    dev = r.all(dev, SumPair{0.0f, 0.0f}, PlusPair{});
-    float mean, rstd;
-    layernorm_statistics(mean0, dev.a, dev.b, inv_cols, eps, mean, rstd);
-    r.each_chunk(x, v, 0.0f, held, [&](const int chunk) { norm_register_row_out(r, y, chunk, v, mean, rstd, weight, bias); });
-  }
-};
-
-/// rmsnorm of rows held in registers (see LayerNormRegisterRows); padding is 0.
-template <class X, class Y, class W, class B>
-struct RmsNormRegisterRows {
-  X x;
-  Y y;
-  W weight;
-  B no_bias;
-  float eps, inv_cols;
-  template <class Row>
-  KOKKOS_INLINE_FUNCTION void operator()(const Row& r) const {
-    constexpr int R = Row::values;
-    float v[R]{};  // (each_chunk loads it first; GCC cannot tell)
-    int held = -1;
-    float squares = 0.0f;
-    r.each_chunk(x, v, 0.0f, held, [&](int) {
-      ROOFTOP_UNROLL
-      for (int k = 0; k < R; ++k) squares += v[k] * v[k];
-    });
-    const float rrms = 1.0f / compat::sqrt(r.all(squares, 0.0f, Plus{}) * inv_cols + eps);
-    r.each_chunk(x, v, 0.0f, held, [&](const int chunk) { norm_register_row_out(r, y, chunk, v, 0.0f, rrms, weight, no_bias); });
   }
 };
 
@@ -245,7 +223,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
   const auto rows = static_cast<std::int64_t>(x.extent(0));
   if constexpr (detail::RowTeam<Exec>::gpu) {
     detail::RegisterRows<Exec>::run("rooftop::layernorm", exec, rows, cols,
-                                    detail::LayerNormRegisterRows<X, Y, W, B>{x, y, weight, bias, e, inv_cols});
+                                    detail::NormRegisterRows<false, X, Y, W, B>{x, y, weight, bias, e, inv_cols});
   } else {
     detail::for_each_row("rooftop::layernorm", exec, rows,
                          KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
@@ -343,7 +321,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
   const auto rows = static_cast<std::int64_t>(x.extent(0));
   if constexpr (detail::RowTeam<Exec>::gpu) {
     detail::RegisterRows<Exec>::run("rooftop::rmsnorm", exec, rows, cols,
-                                    detail::RmsNormRegisterRows<X, Y, W, decltype(no_bias)>{x, y, weight, no_bias, e, inv_cols});
+                                    detail::NormRegisterRows<true, X, Y, W, decltype(no_bias)>{x, y, weight, no_bias, e, inv_cols});
   } else {
     detail::for_each_row("rooftop::rmsnorm", exec, rows,
                          KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {

@@ -87,9 +87,10 @@ struct RunTiles {
   static constexpr int ty = 2, tx = 1, mr = 4, nr = 6, kc = 5, vec = 2, min_teams = 1;
 };
 
-}  // namespace
-
-TEST_CASE_TEMPLATE("gemm matches float64 for every op, layout and size", T, ROOFTOP_DTYPES) {
+/// f(ta, a, tb, b, m, n) for every shape and both ops of A and B: fresh random A of layout LA
+/// and B of layout LB (m x k / k x n after op).
+template <class T, class LA, class LB, class F>
+void for_each_case(const F& f) {
   for (const auto& shape : shapes)
     for (Trans ta : {Trans::none, Trans::transpose})
       for (Trans tb : {Trans::none, Trans::transpose}) {
@@ -99,16 +100,24 @@ TEST_CASE_TEMPLATE("gemm matches float64 for every op, layout and size", T, ROOF
         CAPTURE(k);
         CAPTURE(static_cast<int>(ta));
         CAPTURE(static_cast<int>(tb));
-        auto a = ta == Trans::none ? random_mat<T, Kokkos::LayoutRight>(m, k) : random_mat<T, Kokkos::LayoutRight>(k, m);
-        auto b = tb == Trans::none ? random_mat<T, Kokkos::LayoutLeft>(k, n) : random_mat<T, Kokkos::LayoutLeft>(n, k);
-        // beta = 0: C is poisoned and must not leak into the result.
-        Mat<T, Kokkos::LayoutRight> c("c", m, n);
-        fill_nan(Exec(), test::flat(c));
-        check_gemm(ta, a, tb, b, c, 1.0, 0.0, [&] { gemm(Exec(), ta, a, tb, b, c); });
-        // beta != 0 with a LayoutLeft C.
-        auto c2 = random_mat<T, Kokkos::LayoutLeft>(m, n);
-        check_gemm(ta, a, tb, b, c2, -0.5, 2.0, [&] { gemm(Exec(), ta, a, tb, b, c2, -0.5, 2.0); });
+        auto a = ta == Trans::none ? random_mat<T, LA>(m, k) : random_mat<T, LA>(k, m);
+        auto b = tb == Trans::none ? random_mat<T, LB>(k, n) : random_mat<T, LB>(n, k);
+        f(ta, a, tb, b, m, n);
       }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("gemm matches float64 for every op, layout and size", T, ROOFTOP_DTYPES) {
+  for_each_case<T, Kokkos::LayoutRight, Kokkos::LayoutLeft>([](Trans ta, const auto& a, Trans tb, const auto& b, std::int64_t m, std::int64_t n) {
+    // beta = 0: C is poisoned and must not leak into the result.
+    Mat<T, Kokkos::LayoutRight> c("c", m, n);
+    fill_nan(Exec(), test::flat(c));
+    check_gemm(ta, a, tb, b, c, 1.0, 0.0, [&] { gemm(Exec(), ta, a, tb, b, c); });
+    // beta != 0 with a LayoutLeft C.
+    auto c2 = random_mat<T, Kokkos::LayoutLeft>(m, n);
+    check_gemm(ta, a, tb, b, c2, -0.5, 2.0, [&] { gemm(Exec(), ta, a, tb, b, c2, -0.5, 2.0); });
+  });
 }
 
 TEST_CASE_TEMPLATE("gemm: K = 0 gives beta * C whatever alpha is (BLAS does not read alpha then)", T, ROOFTOP_DTYPES) {
@@ -169,17 +178,8 @@ TEST_CASE_TEMPLATE("gemm's GPU driver (register-blocked teams) on this backend",
   const bool pairs = test::max_team_size() >= 2;
   // Every op: the driver's loads run along i or k of op(A) and j or k of op(B), whichever is
   // contiguous in memory.
-  for (const auto& shape : shapes)
-    for (Trans ta : {Trans::none, Trans::transpose})
-      for (Trans tb : {Trans::none, Trans::transpose}) {
-        const std::int64_t m = shape[0], n = shape[1], k = shape[2];
-        CAPTURE(m);
-        CAPTURE(n);
-        CAPTURE(k);
-        CAPTURE(static_cast<int>(ta));
-        CAPTURE(static_cast<int>(tb));
-        auto a = ta == Trans::none ? random_mat<T, Kokkos::LayoutRight>(m, k) : random_mat<T, Kokkos::LayoutRight>(k, m);
-        auto b = tb == Trans::none ? random_mat<T, Kokkos::LayoutRight>(k, n) : random_mat<T, Kokkos::LayoutRight>(n, k);
+  for_each_case<T, Kokkos::LayoutRight, Kokkos::LayoutRight>(
+      [&](Trans ta, const auto& a, Trans tb, const auto& b, std::int64_t m, std::int64_t n) {
         Mat<T, Kokkos::LayoutRight> c("c", m, n);
         fill_nan(Exec(), test::flat(c));
         check_gemm(ta, a, tb, b, c, 1.0, 0.0, [&] { run_with(TinyTiles{}, ta, a, tb, b, c, 1, 0); });
@@ -189,7 +189,7 @@ TEST_CASE_TEMPLATE("gemm's GPU driver (register-blocked teams) on this backend",
           auto c3 = random_mat<T, Kokkos::LayoutLeft>(m, n);
           check_gemm(ta, a, tb, b, c3, -1.0, 1.0, [&] { run_with(RunTiles{}, ta, a, tb, b, c3, -1, 1); });
         }
-      }
+      });
 }
 
 TEST_CASE("gemm: mismatched extents are an error naming them") {

@@ -130,10 +130,10 @@ void register_norm(bool rms, int team, const X& x, const Y& y, float eps, const 
   const float inv_cols = 1.0f / static_cast<float>(cols);
   if (rms) {
     detail::RegisterRows<Exec>::launch<R>("rmsnorm", Exec(), rows, cols, team,
-                                          detail::RmsNormRegisterRows<X, Y, W, B>{x, y, w, b, eps, inv_cols});
+                                          detail::NormRegisterRows<true, X, Y, W, B>{x, y, w, b, eps, inv_cols});
   } else {
     detail::RegisterRows<Exec>::launch<R>("layernorm", Exec(), rows, cols, team,
-                                          detail::LayerNormRegisterRows<X, Y, W, B>{x, y, w, b, eps, inv_cols});
+                                          detail::NormRegisterRows<false, X, Y, W, B>{x, y, w, b, eps, inv_cols});
   }
 }
 
