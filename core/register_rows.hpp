@@ -23,6 +23,7 @@
 #include "reduction.hpp"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace rooftop::detail {
 
@@ -109,30 +110,38 @@ struct RegisterRows {
     }
   };
 
+  /// The largest team this backend runs the kernel of Body with R values per thread.
+  template <int R, class Body>
+  static int most(const Exec& exec, const Body& body) {
+    return Policy(exec, 1, 1).team_size_max(Kernel<R, Body>{body, 0, 1}, Kokkos::ParallelForTag());
+  }
+
   /// The rows [0, rows) of `cols` entries, R values per thread per chunk, `team` threads per
   /// row. Throws rooftop::Error if the backend cannot run such a team.
   template <int R, class Body>
   static void launch(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, int team, const Body& body) {
+    const int largest = most<R>(exec, body);
+    ROOFTOP_REQUIRE(team >= 1 && team <= largest, label, "a team of ", team, " threads (this backend runs 1 to ", largest, ")");
     const std::int64_t span = static_cast<std::int64_t>(team) * R;
     const Kernel<R, Body> kernel{body, cols, static_cast<int>(cols > span ? (cols + span - 1) / span : 1)};
-    const int most = Policy(exec, 1, 1).team_size_max(kernel, Kokkos::ParallelForTag());
-    ROOFTOP_REQUIRE(team >= 1 && team <= most, label, "a team of ", team, " threads (this backend runs 1 to ", most, ")");
     if (rows > 0) Kokkos::parallel_for(label, Policy(exec, rows, team), kernel);
   }
 
   /// On a GPU: 8 values per thread for rows of up to 8192 entries, else 16, with the fewest
-  /// whole warps that cover the row (up to 1024 threads: one chunk up to 16384 entries, two to
-  /// 32768, ...).
+  /// whole warps that cover the row, up to 1024 threads or as many whole warps as the backend
+  /// runs (one chunk up to 16384 entries, two to 32768, ...).
   template <class Body>
   static void run(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, const Body& body) {
-    auto team_for = [&](const std::int64_t r) {
-      const std::int64_t threads = (cols + r - 1) / r;
-      return static_cast<int>(threads < warp ? warp : threads > max_team ? max_team : (threads + warp - 1) / warp * warp);
+    auto launch_with = [&](auto values) {
+      constexpr int R = decltype(values)::value;
+      const std::int64_t largest = most<R>(exec, body), cap = largest >= warp ? largest / warp * warp : largest;
+      const std::int64_t threads = (cols + R - 1) / R, team = threads <= warp ? warp : (threads + warp - 1) / warp * warp;
+      launch<R>(label, exec, rows, cols, static_cast<int>(team < cap ? team : cap), body);
     };
     if (cols <= 8 * max_team) {
-      launch<8>(label, exec, rows, cols, team_for(8), body);
+      launch_with(std::integral_constant<int, 8>{});
     } else {
-      launch<16>(label, exec, rows, cols, team_for(16), body);
+      launch_with(std::integral_constant<int, 16>{});
     }
   }
 };

@@ -215,6 +215,15 @@ void check_register_softmax() {
 TEST_CASE_TEMPLATE("softmax's GPU path (rows held in registers) on this backend", T, ROOFTOP_ML_DTYPES) {
   check_register_softmax<T, 8>();
   check_register_softmax<T, 16>();
+  // The GPU's choice of values and team (RegisterRows::run), capped at the teams this backend
+  // runs: rows of 300 and 9000 (8 and 16 values per thread), in chunks here.
+  for (const std::int64_t cols : {300, 9000}) {
+    CAPTURE(cols);
+    auto x = test::random_matrix<T>(3, cols, -10, 10);
+    auto y = test::poisoned_matrix<T>(3, cols);
+    detail::RegisterRows<Exec>::run("softmax", Exec(), 3, cols, detail::SoftmaxRegisterRows<decltype(x), decltype(y)>{x, y});
+    check_softmax<T>(host(x), cols, host(y));
+  }
 }
 
 TEST_CASE("preconditions: softmax names the op and extents") {
