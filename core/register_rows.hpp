@@ -20,7 +20,6 @@
 
 #include "error.hpp"
 #include "parallel.hpp"
-#include "reduction.hpp"
 
 #include <cstdint>
 #include <type_traits>
@@ -122,9 +121,7 @@ struct RegisterRows {
   static void launch(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, int team, const Body& body) {
     const int largest = most<R>(exec, body);
     ROOFTOP_REQUIRE(team >= 1 && team <= largest, label, "a team of ", team, " threads (this backend runs 1 to ", largest, ")");
-    const std::int64_t span = static_cast<std::int64_t>(team) * R;
-    const Kernel<R, Body> kernel{body, cols, static_cast<int>(cols > span ? (cols + span - 1) / span : 1)};
-    if (rows > 0) Kokkos::parallel_for(label, Policy(exec, rows, team), kernel);
+    start<R>(label, exec, rows, cols, team, body);
   }
 
   /// On a GPU: 8 values per thread for rows of up to 8192 entries, else 16, with the fewest
@@ -136,13 +133,22 @@ struct RegisterRows {
       constexpr int R = decltype(values)::value;
       const std::int64_t largest = most<R>(exec, body), cap = largest >= warp ? largest / warp * warp : largest;
       const std::int64_t threads = (cols + R - 1) / R, team = threads <= warp ? warp : (threads + warp - 1) / warp * warp;
-      launch<R>(label, exec, rows, cols, static_cast<int>(team < cap ? team : cap), body);
+      start<R>(label, exec, rows, cols, static_cast<int>(team < cap ? team : cap), body);
     };
     if (cols <= 8 * max_team) {
       launch_with(std::integral_constant<int, 8>{});
     } else {
       launch_with(std::integral_constant<int, 16>{});
     }
+  }
+
+ private:
+  /// launch() for a team already known to run.
+  template <int R, class Body>
+  static void start(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, int team, const Body& body) {
+    const std::int64_t span = static_cast<std::int64_t>(team) * R;
+    const Kernel<R, Body> kernel{body, cols, static_cast<int>(cols > span ? (cols + span - 1) / span : 1)};
+    if (rows > 0) Kokkos::parallel_for(label, Policy(exec, rows, team), kernel);
   }
 };
 

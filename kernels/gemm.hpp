@@ -20,9 +20,13 @@
 ///   and a warp's loads are conflict-free. The tiles of A and B are double-buffered in scratch:
 ///   each thread loads its part of the next K slice into registers before it computes on the
 ///   current one (the loads' latency hidden behind the FMAs), one barrier per slice.
-/// The tile sizes are the named parameters of CpuGemmTiles and GpuGemmTiles.
+/// - GPUs with bf16 or fp16 A and B (gemm_uses_matrix_units): the matrix units (tensor cores,
+///   backends/cuda/warp_matrix.hpp). Each warp owns a block of 16 x 16 accumulator tiles; the
+///   K slices go through double-buffered scratch in the inputs' own type, loaded as above.
+/// The tile sizes are the named parameters of CpuGemmTiles, GpuGemmTiles and MatrixGemmTiles.
 #pragma once
 
+#include "../backends/cuda/warp_matrix.hpp"
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
 #include "../core/parallel.hpp"
@@ -60,6 +64,22 @@ struct GpuGemmTiles {
                        vec = sizeof(Acc) == 8 ? 2 : 4, min_teams = 2;
 };
 
+/// Tile sizes of the matrix-unit driver (bf16/fp16 A and B on GPUs): warps_m x warps_n warps
+/// per team, each with frags_m x frags_n accumulator tiles of 16 x 16, so the team's C tile is
+/// (warps_m * frags_m * 16) x (warps_n * frags_n * 16); K advances kc at a time. The 128 x 128
+/// tile of 8 warps, 64 x 32 per warp, K slices of 32: double-buffered 37 KB of scratch, under
+/// Kokkos 3.4's 40 KiB. Not yet measured on a GPU.
+struct MatrixGemmTiles {
+  static constexpr int warps_m = 2, warps_n = 4, frags_m = 4, frags_n = 2, kc = 32, min_teams = 1;
+};
+
+/// Whether gemm runs on the matrix units (tensor cores) for A of TA and B of TB on Exec: on
+/// GPUs, for A and B both bf16 or both fp16 (fp32 accumulation).
+template <class Exec, class TA, class TB>
+inline constexpr bool gemm_uses_matrix_units =
+    detail::ReductionShape<Exec, float>::gpu && std::is_same_v<std::remove_cv_t<TA>, std::remove_cv_t<TB>> &&
+    (std::is_same_v<std::remove_cv_t<TA>, bf16> || std::is_same_v<std::remove_cv_t<TA>, fp16>);
+
 namespace detail {
 
 /// Element (i, k) of op(X) of batch b, converted to the accumulation type. Rank-2 Views ignore b.
@@ -69,12 +89,14 @@ struct GemmOperand {
   View x;
   bool trans;
 
-  KOKKOS_INLINE_FUNCTION Acc operator()(std::int64_t b, std::int64_t i, std::int64_t k) const {
+  KOKKOS_INLINE_FUNCTION Acc operator()(std::int64_t b, std::int64_t i, std::int64_t k) const { return static_cast<Acc>(element(b, i, k)); }
+  /// Element (i, k) of op(X) of batch b as stored.
+  KOKKOS_INLINE_FUNCTION std::remove_cv_t<value_type> element(std::int64_t b, std::int64_t i, std::int64_t k) const {
     if constexpr (View::rank == 3) {
-      return static_cast<Acc>(trans ? x(b, k, i) : x(b, i, k));
+      return trans ? x(b, k, i) : x(b, i, k);
     } else {
       (void)b;
-      return static_cast<Acc>(trans ? x(k, i) : x(i, k));
+      return trans ? x(k, i) : x(i, k);
     }
   }
   /// Address of element (i, k) of op(X) of batch b, and the element strides of op(X) along i
@@ -252,6 +274,68 @@ KOKKOS_FORCEINLINE_FUNCTION void load_run(const Acc* in, Acc* out) {
   }
 }
 
+/// One K slice of op(A) (BM x KC) and op(B) (KC x BN) on its way from memory into team
+/// scratch, as the GPU drivers load it: thread `me` of `threads` holds elements me + threads *
+/// s of each in registers, as T (the accumulation type, or the inputs' own type for the matrix
+/// units), from fetch (the slice at k0, 0 outside op(A) and op(B)) to stash (into scratch).
+/// Consecutive threads take consecutive elements along whichever dimension of each tile is
+/// contiguous in memory, i of op(A) and j of op(B) where possible, else k: coalesced loads.
+template <class T, int BM, int BN, int KC, int threads>
+struct GemmSlice {
+  static constexpr int per_a = (KC * BM + threads - 1) / threads, per_b = (KC * BN + threads - 1) / threads;
+  bool a_along_i, b_along_j;
+  int me;
+  T ra[per_a], rb[per_b];
+
+  KOKKOS_FORCEINLINE_FUNCTION GemmSlice(bool a_i, bool b_j, int rank) : a_along_i(a_i), b_along_j(b_j), me(rank), ra{}, rb{} {}
+
+  /// Element e < KC * BM of the A slice is a(i, kk), e < KC * BN of the B slice b(kk, j).
+  KOKKOS_FORCEINLINE_FUNCTION void a_at(int e, int& i, int& kk) const {
+    i = a_along_i ? e % BM : e / KC;
+    kk = a_along_i ? e / BM : e % KC;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void b_at(int e, int& kk, int& j) const {
+    kk = b_along_j ? e / BN : e % KC;
+    j = b_along_j ? e % BN : e / KC;
+  }
+
+  template <class P>
+  KOKKOS_FORCEINLINE_FUNCTION void fetch(const P& p, std::int64_t bt, std::int64_t m0, std::int64_t n0, std::int64_t k0) {
+    ROOFTOP_UNROLL
+    for (int s = 0; s < per_a; ++s) {
+      int i, kk;
+      const int e = me + threads * s;
+      a_at(e, i, kk);
+      ra[s] = e < KC * BM && m0 + i < p.m && k0 + kk < p.k ? static_cast<T>(p.a.element(bt, m0 + i, k0 + kk)) : T(0.0f);
+    }
+    ROOFTOP_UNROLL
+    for (int s = 0; s < per_b; ++s) {
+      int kk, j;
+      const int e = me + threads * s;
+      b_at(e, kk, j);
+      rb[s] = e < KC * BN && n0 + j < p.n && k0 + kk < p.k ? static_cast<T>(p.b.element(bt, k0 + kk, n0 + j)) : T(0.0f);
+    }
+  }
+
+  /// a(i, kk) to a[i * a_i + kk * a_k], b(kk, j) to b[kk * b_k + j].
+  KOKKOS_FORCEINLINE_FUNCTION void stash(T* a, int a_i, int a_k, T* b, int b_k) const {
+    ROOFTOP_UNROLL
+    for (int s = 0; s < per_a; ++s) {
+      int i, kk;
+      const int e = me + threads * s;
+      a_at(e, i, kk);
+      if (e < KC * BM) a[i * a_i + kk * a_k] = ra[s];
+    }
+    ROOFTOP_UNROLL
+    for (int s = 0; s < per_b; ++s) {
+      int kk, j;
+      const int e = me + threads * s;
+      b_at(e, kk, j);
+      if (e < KC * BN) b[kk * b_k + j] = rb[s];
+    }
+  }
+};
+
 /// GPU driver: TY x TX threads per team, each keeping its MR x NR block of C in registers (see
 /// file comment). Correct for any team shape, so the tests also run it on CPUs.
 template <class Tiles, class Exec, class P>
@@ -263,67 +347,20 @@ void gemm_gpu(const Exec& exec, const P& p) {
   // Scratch rows (one per k) of the A and B tiles, padded by a run: a warp storing down a
   // column of A (k consecutive in memory) spreads over the banks.
   constexpr int LA = BM + V, LB = BN + V, tile = KC * LA + KC * LB;
-  constexpr int per_a = (KC * BM + threads - 1) / threads, per_b = (KC * BN + threads - 1) / threads;
   constexpr std::size_t align = V * sizeof(Acc);
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<threads, Tiles::min_teams>>;
   const std::int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, slices = (p.k + KC - 1) / KC;
   const std::size_t scratch = 2 * tile * sizeof(Acc) + align;
   const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, threads).set_scratch_size(0, Kokkos::PerTeam(scratch));
-  // Each thread loads elements me + threads * s of a slice; consecutive threads take
-  // consecutive elements along whichever of the tile's dimensions is contiguous in memory
-  // (coalesced), i for op(A) and j for op(B) where possible, else k.
   const bool a_along_i = p.a.stride_i() == 1, b_along_j = p.b.stride_k() == 1;
   Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     const std::int64_t t = team.league_rank(), bt = t / (tiles_m * tiles_n);
     const std::int64_t m0 = t / tiles_n % tiles_m * BM, n0 = t % tiles_n * BN;
     const int me = team.team_rank(), ty = me / TX, tx = me % TX;
-    Acc* const as = static_cast<Acc*>(team.team_scratch(0).get_shmem_aligned(2 * tile * sizeof(Acc), align));
-    // Element e < KC * BM of the A slice is a(kk, i), e < KC * BN of the B slice b(kk, j).
-    auto a_at = [&](const int e, int& i, int& kk) {
-      i = a_along_i ? e % BM : e / KC;
-      kk = a_along_i ? e / BM : e % KC;
-    };
-    auto b_at = [&](const int e, int& kk, int& j) {
-      kk = b_along_j ? e / BN : e % KC;
-      j = b_along_j ? e % BN : e / KC;
-    };
-    // This thread's part of the slice at k0 into registers (0 outside op(A) and op(B)).
-    Acc ra[per_a]{}, rb[per_b]{};
-    auto fetch = [&](const std::int64_t k0) {
-      ROOFTOP_UNROLL
-      for (int s = 0; s < per_a; ++s) {
-        int i, kk;
-        const int e = me + threads * s;
-        a_at(e, i, kk);
-        ra[s] = e < KC * BM && m0 + i < p.m && k0 + kk < p.k ? p.a(bt, m0 + i, k0 + kk) : Acc(0);
-      }
-      ROOFTOP_UNROLL
-      for (int s = 0; s < per_b; ++s) {
-        int kk, j;
-        const int e = me + threads * s;
-        b_at(e, kk, j);
-        rb[s] = e < KC * BN && n0 + j < p.n && k0 + kk < p.k ? p.b(bt, k0 + kk, n0 + j) : Acc(0);
-      }
-    };
-    // ...and from registers into buffer `buf`: a(kk, i) at kk * LA + i, b(kk, j) at kk * LB + j.
-    auto stash = [&](const int buf) {
-      Acc* const a = as + buf * tile;
-      Acc* const b = a + KC * LA;
-      ROOFTOP_UNROLL
-      for (int s = 0; s < per_a; ++s) {
-        int i, kk;
-        const int e = me + threads * s;
-        a_at(e, i, kk);
-        if (e < KC * BM) a[kk * LA + i] = ra[s];
-      }
-      ROOFTOP_UNROLL
-      for (int s = 0; s < per_b; ++s) {
-        int kk, j;
-        const int e = me + threads * s;
-        b_at(e, kk, j);
-        if (e < KC * BN) b[kk * LB + j] = rb[s];
-      }
-    };
+    Acc* const as = in_shared(static_cast<Acc*>(team.team_scratch(0).get_shmem_aligned(2 * tile * sizeof(Acc), align)));
+    // Buffer buf holds a(i, kk) at kk * LA + i and b(kk, j) at kk * LB + j.
+    GemmSlice<Acc, BM, BN, KC, threads> slice(a_along_i, b_along_j, me);
+    auto stash = [&](const int buf) { slice.stash(as + buf * tile, 1, LA, as + buf * tile + KC * LA, LB); };
     Acc acc[MR][NR];
     ROOFTOP_UNROLL
     for (int i = 0; i < MR; ++i) {
@@ -331,14 +368,14 @@ void gemm_gpu(const Exec& exec, const P& p) {
       for (int j = 0; j < NR; ++j) acc[i][j] = Acc(0);
     }
     if (slices > 0) {
-      fetch(0);
+      slice.fetch(p, bt, m0, n0, 0);
       stash(0);
     }
     team.team_barrier();
-    for (std::int64_t slice = 0; slice < slices; ++slice) {
-      const int buf = static_cast<int>(slice & 1);
-      const bool more = slice + 1 < slices;
-      if (more) fetch((slice + 1) * KC);
+    for (std::int64_t s = 0; s < slices; ++s) {
+      const int buf = static_cast<int>(s & 1);
+      const bool more = s + 1 < slices;
+      if (more) slice.fetch(p, bt, m0, n0, (s + 1) * KC);
       const Acc* const a = as + buf * tile;
       const Acc* const b = a + KC * LA;
       // Rows of the slice past K are 0 in both tiles: the whole slice, a loop of fixed length.
@@ -365,6 +402,106 @@ void gemm_gpu(const Exec& exec, const P& p) {
       for (int j = 0; j < NR; ++j) {
         const std::int64_t row = m0 + i / V * (TY * V) + ty * V + i % V, col = n0 + j / V * (TX * V) + tx * V + j % V;
         if (row < p.m && col < p.n) gemm_store(p.c, bt, row, col, acc[i][j], p.alpha, p.beta);
+      }
+    }
+  });
+}
+
+/// Matrix-unit driver for bf16 or fp16 A and B (both the same type), fp32 accumulation: a team
+/// of WM x WN warps computes a C tile of (WM * FM * 16) x (WN * FN * 16), each warp FM x FN
+/// tiles of 16 x 16 with its accumulators in the matrix units' registers for the whole K loop.
+/// The slices of A (as i, k) and B (as k, j) go through double-buffered scratch in the inputs'
+/// own type, loaded as gemm_gpu loads its own (GemmSlice: the next slice into registers while
+/// the current one is multiplied, one barrier per slice). C leaves through scratch, one 16 x 16
+/// tile per warp at a time, alpha and beta applied as gemm_store writes it. On hosts, and in
+/// the tests, each warp is one thread emulating the tiles (backends/cuda/warp_matrix.hpp).
+template <class Tiles, class Exec, class P>
+void gemm_matrix_units(const Exec& exec, const P& p) {
+  using T = std::remove_cv_t<typename P::A::value_type>;
+  using Units = WarpMatrix<T>;
+  static_assert(std::is_same_v<T, std::remove_cv_t<typename P::B::value_type>>, "gemm: matrix units take A and B of one type");
+  constexpr int WM = Tiles::warps_m, WN = Tiles::warps_n, FM = Tiles::frags_m, FN = Tiles::frags_n, KC = Tiles::kc;
+  constexpr int tm = Units::m, tn = Units::n, tk = Units::k;
+  static_assert(KC % tk == 0, "gemm: the matrix units' K slice must be whole tiles");
+  constexpr int warps = WM * WN, BM = WM * FM * tm, BN = WN * FN * tn;
+  constexpr int threads = warps * matrix_tile_lanes<ReductionShape<Exec, float>::gpu>;
+  // Scratch rows padded by 8 values (16 bytes): consecutive rows of a tile start in different
+  // banks; every tile starts 32 bytes aligned (ld a multiple of 8 values, 16-row steps).
+  constexpr int LA = KC + 8, LB = BN + 8, LS = tn + 4, tile = BM * LA + KC * LB;
+  constexpr std::size_t align = 128, buffers = 2 * tile * sizeof(T), staging = warps * tm * LS * sizeof(float);
+  constexpr std::size_t bytes = buffers > staging ? buffers : staging;
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<threads, Tiles::min_teams>>;
+  const std::int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, slices = (p.k + KC - 1) / KC;
+  const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, threads).set_scratch_size(0, Kokkos::PerTeam(bytes + align));
+  const bool a_along_i = p.a.stride_i() == 1, b_along_j = p.b.stride_k() == 1;
+  Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+    const std::int64_t t = team.league_rank(), bt = t / (tiles_m * tiles_n);
+    const std::int64_t m0 = t / tiles_n % tiles_m * BM, n0 = t % tiles_n * BN;
+    // A warp (one thread where the tiles are emulated) per work unit; threads past the last
+    // unit only load (GPUs too old for the matrix units, whose warps' threads each emulate).
+    const int me = team.team_rank(), warp = me / Units::lanes, lane = me % Units::lanes;
+    const bool computes = warp < warps;
+    const int wm = warp / WN, wn = warp % WN;
+    void* const base = team.team_scratch(0).get_shmem_aligned(bytes, align);
+    T* const ts = in_shared(static_cast<T*>(base));
+    // Buffer buf holds a(i, kk) at i * LA + kk and b(kk, j) at kk * LB + j.
+    GemmSlice<T, BM, BN, KC, threads> slice(a_along_i, b_along_j, me);
+    auto stash = [&](const int buf) { slice.stash(ts + buf * tile, LA, 1, ts + buf * tile + BM * LA, LB); };
+    typename Units::C acc[FM][FN];
+    ROOFTOP_UNROLL
+    for (int f = 0; f < FM; ++f) {
+      ROOFTOP_UNROLL
+      for (int g = 0; g < FN; ++g) Units::zero(acc[f][g]);
+    }
+    if (slices > 0) {
+      slice.fetch(p, bt, m0, n0, 0);
+      stash(0);
+    }
+    team.team_barrier();
+    for (std::int64_t s = 0; s < slices; ++s) {
+      const int buf = static_cast<int>(s & 1);
+      const bool more = s + 1 < slices;
+      if (more) slice.fetch(p, bt, m0, n0, (s + 1) * KC);
+      if (computes) {
+        const T* const a = ts + buf * tile + wm * FM * tm * LA;
+        const T* const b = ts + buf * tile + BM * LA + wn * FN * tn;
+        // Rows of the slice past K are 0 in both tiles: whole tiles of k.
+        ROOFTOP_UNROLL
+        for (int kk = 0; kk < KC; kk += tk) {
+          typename Units::A fa[FM];
+          typename Units::B fb[FN];
+          ROOFTOP_UNROLL
+          for (int f = 0; f < FM; ++f) Units::load(fa[f], a + f * tm * LA + kk, LA);
+          ROOFTOP_UNROLL
+          for (int g = 0; g < FN; ++g) Units::load(fb[g], b + kk * LB + g * tn, LB);
+          ROOFTOP_UNROLL
+          for (int f = 0; f < FM; ++f) {
+            ROOFTOP_UNROLL
+            for (int g = 0; g < FN; ++g) Units::mma(acc[f][g], fa[f], fb[g]);
+          }
+        }
+      }
+      // The other buffer was last read before the previous barrier: free to refill.
+      if (more) stash(buf ^ 1);
+      team.team_barrier();
+    }
+    // Every buffer was last read before the last barrier: the scratch now stages C, tm x LS
+    // floats per warp.
+    if (computes) {
+      float* const stage = in_shared(static_cast<float*>(base)) + warp * tm * LS;
+      // Unrolled: an accumulator indexed at run time would live in local memory.
+      ROOFTOP_UNROLL
+      for (int f = 0; f < FM; ++f) {
+        ROOFTOP_UNROLL
+        for (int g = 0; g < FN; ++g) {
+          Units::store(stage, acc[f][g], LS);
+          Units::sync_lanes();
+          for (int e = lane; e < tm * tn; e += Units::lanes) {
+            const std::int64_t row = m0 + (wm * FM + f) * tm + e / tn, col = n0 + (wn * FN + g) * tn + e % tn;
+            if (row < p.m && col < p.n) gemm_store(p.c, bt, row, col, stage[e / tn * LS + e % tn], p.alpha, p.beta);
+          }
+          Units::sync_lanes();
+        }
       }
     }
   });
@@ -415,7 +552,9 @@ void gemm(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, const C&
           compute_t<typename A::value_type> alpha = 1, compute_t<typename A::value_type> beta = 0) {
   using Acc = compute_t<typename A::value_type>;
   detail::gemm_checked(exec, ta, a, tb, b, c, alpha, beta, [](const Exec& e, const auto& p) {
-    if constexpr (detail::ReductionShape<Exec, Acc>::gpu) {
+    if constexpr (gemm_uses_matrix_units<Exec, typename A::value_type, typename B::value_type>) {
+      detail::gemm_matrix_units<MatrixGemmTiles>(e, p);
+    } else if constexpr (detail::ReductionShape<Exec, Acc>::gpu) {
       detail::gemm_gpu<GpuGemmTiles<Acc>>(e, p);
     } else {
       detail::gemm_cpu<CpuGemmTiles<Acc>>(e, p);

@@ -168,28 +168,73 @@ TEST_CASE_TEMPLATE("gemm strided batched", T, ROOFTOP_DTYPES) {
              [&] { gemm(Exec(), Trans::transpose, a, Trans::none, b, every_other, 1.0, -1.0); });
 }
 
-TEST_CASE_TEMPLATE("gemm's GPU driver (register-blocked teams) on this backend", T, double, float, rooftop::bf16) {
-  using Acc = compute_t<T>;
-  auto run_with = [](auto tiles, Trans ta, const auto& a, Trans tb, const auto& b, const auto& c, Acc alpha, Acc beta) {
-    detail::gemm_checked(Exec(), ta, a, tb, b, c, alpha, beta, [](const Exec& e, const auto& p) {
-      detail::gemm_gpu<decltype(tiles)>(e, p);
-    });
-  };
+/// Tiles for the matrix-unit driver: one warp with one 16 x 16 tile and K slices of one tile;
+/// two warps down, and two across, each with 2 x 2 tiles (so a warp's tiles and the warps
+/// interleave differently from contiguously, along both dimensions). On the host a warp is
+/// one thread emulating the matrix units.
+struct OneTile {
+  static constexpr int warps_m = 1, warps_n = 1, frags_m = 1, frags_n = 1, kc = 16, min_teams = 1;
+};
+struct WarpsDown {
+  static constexpr int warps_m = 2, warps_n = 1, frags_m = 2, frags_n = 2, kc = 32, min_teams = 1;
+};
+struct WarpsAcross {
+  static constexpr int warps_m = 1, warps_n = 2, frags_m = 2, frags_n = 2, kc = 16, min_teams = 1;
+};
+
+/// run(tiles, ta, a, tb, b, c, alpha, beta) (a driver with its tiles) over every case: the
+/// first tiles with beta = 0 and C poisoned, the other two (teams of two threads on the host,
+/// where the backend allows them) with beta != 0 and a LayoutRight and a LayoutLeft C. Every
+/// op: the drivers' loads run along i or k of op(A) and j or k of op(B), whichever is
+/// contiguous in memory.
+template <class T, class Run, class First, class Second, class Third>
+void check_driver(const Run& run, First first, Second second, Third third) {
   const bool pairs = test::max_team_size() >= 2;
-  // Every op: the driver's loads run along i or k of op(A) and j or k of op(B), whichever is
-  // contiguous in memory.
   for_each_case<T, Kokkos::LayoutRight, Kokkos::LayoutRight>(
       [&](Trans ta, const auto& a, Trans tb, const auto& b, std::int64_t m, std::int64_t n) {
         Mat<T, Kokkos::LayoutRight> c("c", m, n);
         fill_nan(Exec(), test::flat(c));
-        check_gemm(ta, a, tb, b, c, 1.0, 0.0, [&] { run_with(TinyTiles{}, ta, a, tb, b, c, 1, 0); });
+        check_gemm(ta, a, tb, b, c, 1.0, 0.0, [&] { run(first, ta, a, tb, b, c, 1, 0); });
         if (pairs) {
           auto c2 = random_mat<T, Kokkos::LayoutRight>(m, n);
-          check_gemm(ta, a, tb, b, c2, 2.0, 0.5, [&] { run_with(PairTiles{}, ta, a, tb, b, c2, 2, 0.5); });
+          check_gemm(ta, a, tb, b, c2, 2.0, 0.5, [&] { run(second, ta, a, tb, b, c2, 2, 0.5); });
           auto c3 = random_mat<T, Kokkos::LayoutLeft>(m, n);
-          check_gemm(ta, a, tb, b, c3, -1.0, 1.0, [&] { run_with(RunTiles{}, ta, a, tb, b, c3, -1, 1); });
+          check_gemm(ta, a, tb, b, c3, -1.0, 1.0, [&] { run(third, ta, a, tb, b, c3, -1, 1); });
         }
       });
+}
+
+TEST_CASE_TEMPLATE("gemm's GPU driver (register-blocked teams) on this backend", T, double, float, rooftop::bf16) {
+  check_driver<T>(
+      [](auto tiles, Trans ta, const auto& a, Trans tb, const auto& b, const auto& c, compute_t<T> alpha, compute_t<T> beta) {
+        detail::gemm_checked(Exec(), ta, a, tb, b, c, alpha, beta,
+                             [](const Exec& e, const auto& p) { detail::gemm_gpu<decltype(tiles)>(e, p); });
+      },
+      TinyTiles{}, PairTiles{}, RunTiles{});
+}
+
+TEST_CASE_TEMPLATE("gemm's matrix-unit driver (tensor-core tiles; emulated off GPUs) on this backend", T, rooftop::bf16,
+                   rooftop::fp16) {
+  auto run = [](auto tiles, Trans ta, const auto& a, Trans tb, const auto& b, const auto& c, float alpha, float beta) {
+    detail::gemm_checked(Exec(), ta, a, tb, b, c, alpha, beta,
+                         [](const Exec& e, const auto& p) { detail::gemm_matrix_units<decltype(tiles)>(e, p); });
+  };
+  check_driver<T>(run, OneTile{}, WarpsDown{}, WarpsAcross{});
+  // An fp32 C, batched, with one tile per team, and with the library's own tiles (what gemm
+  // runs on GPUs) where the backend runs their teams (on the host, 8 threads).
+  const std::int64_t batch = 2, m = 130, n = 129, k = 70;
+  Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory> a("a", batch, k, m), b("b", batch, n, k);
+  Kokkos::View<float***, Kokkos::LayoutRight, BackendMemory> c("c", batch, m, n);
+  fill_uniform(Exec(), test::flat(a), test::next_seed(), -1, 1);
+  fill_uniform(Exec(), test::flat(b), test::next_seed(), -1, 1);
+  fill_uniform(Exec(), test::flat(c), test::next_seed(), -1, 1);
+  auto batched = [&](auto tiles) {
+    check_gemm(Trans::transpose, a, Trans::transpose, b, c, 0.5, -1.0,
+               [&] { run(tiles, Trans::transpose, a, Trans::transpose, b, c, 0.5f, -1.0f); });
+  };
+  batched(OneTile{});
+  constexpr int warps = MatrixGemmTiles::warps_m * MatrixGemmTiles::warps_n;
+  if (test::max_team_size() >= warps * detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>) batched(MatrixGemmTiles{});
 }
 
 TEST_CASE("gemm: mismatched extents are an error naming them") {
