@@ -32,7 +32,7 @@ void run_op(benchmark::State& state, const OpSpec* spec, DType dtype, const Shap
   state.counters["GFLOP/s"] = C(inst.cost.flops * 1e-9, C::kIsIterationInvariantRate);
   state.counters["AI"] = C(inst.cost.ai());
   // roof_frac = roof time / measured time (as in the harness), as a rate of roof seconds.
-  state.counters["roof_frac"] = C(ceilings->roof_seconds(inst.cost, dtype), C::kIsIterationInvariantRate);
+  state.counters["roof_frac"] = C(ceilings->roof_seconds(inst.cost, dtype, inst.matrix_units), C::kIsIterationInvariantRate);
 }
 
 }  // namespace
@@ -55,6 +55,10 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("ceiling_llc_gbs", std::to_string(ceilings.bandwidth_gbs.at("llc")));
   benchmark::AddCustomContext("ceiling_fp32_gflops", std::to_string(ceilings.peak_gflops_fp32));
   benchmark::AddCustomContext("ceiling_fp64_gflops", std::to_string(ceilings.peak_gflops_fp64));
+  if (ceilings.peak_gflops_bf16_matrix > 0) {
+    benchmark::AddCustomContext("ceiling_bf16_matrix_gflops", std::to_string(ceilings.peak_gflops_bf16_matrix));
+    benchmark::AddCustomContext("ceiling_fp16_matrix_gflops", std::to_string(ceilings.peak_gflops_fp16_matrix));
+  }
   benchmark::AddCustomContext("launch_overhead_us", std::to_string(ceilings.launch_overhead_us));
 
   // One table: ops x dtypes x the harness's working sets (cache-resident and main memory).

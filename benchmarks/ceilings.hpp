@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
 /// Machine ceilings, measured by rooftop's own kernels: main-memory and last-level-cache
-/// bandwidth (STREAM-family kernels), FP32/FP64 peak (independent FMA chains), and kernel
-/// launch overhead (empty kernel).
+/// bandwidth (STREAM-family kernels), FP32/FP64 peak (independent FMA chains), the matrix
+/// units' bf16/fp16 peak where gemm uses them (independent chains of tile products), and
+/// kernel launch overhead (empty kernel).
 #pragma once
 
 #include "../backends/cuda/device.hpp"
@@ -10,6 +11,7 @@
 #include "../core/reduction.hpp"
 #include "../core/random.hpp"
 #include "../core/timer.hpp"
+#include "../kernels/gemm.hpp"
 #include "../kernels/stream.hpp"
 
 #include <algorithm>
@@ -27,6 +29,10 @@ struct Ceilings {
   std::map<std::string, double> bandwidth_gbs;  // "dram", "llc", and per kernel "dram_triad", ...
   double peak_gflops_fp32 = 0;
   double peak_gflops_fp64 = 0;
+  /// Matrix units (tensor cores): bf16 and fp16 tiles with fp32 accumulators, measured where
+  /// gemm runs on them (GPUs); 0 elsewhere.
+  double peak_gflops_bf16_matrix = 0;
+  double peak_gflops_fp16_matrix = 0;
   double launch_overhead_us = 0;
   double llc_bytes = 0;  // last-level cache size the sweep and the cache roof are based on
 
@@ -40,10 +46,16 @@ struct Ceilings {
   /// Conservative: below 4x the reported last-level cache a working set may still be partly
   /// cached (VMs often report less cache than the host has), so it is held to the cache roof.
   bool is_cache_resident(double working_set_bytes) const { return working_set_bytes < 4 * llc_bytes; }
-  double peak_for(DType d) const { return d == DType::fp64 ? peak_gflops_fp64 : peak_gflops_fp32; }
+  /// The compute roof of an op of dtype d: the matrix units' peak for ops whose FLOPs run on
+  /// them (where it was measured), else FP64's or FP32's (the 2-byte types compute in fp32).
+  double peak_for(DType d, bool matrix_units = false) const {
+    const double matrix = d == DType::bf16 ? peak_gflops_bf16_matrix : d == DType::fp16 ? peak_gflops_fp16_matrix : 0;
+    if (matrix_units && matrix > 0) return matrix;
+    return d == DType::fp64 ? peak_gflops_fp64 : peak_gflops_fp32;
+  }
   /// Seconds the roofline allows for an op: max(bytes / bandwidth roof, FLOPs / peak).
-  double roof_seconds(const Cost& cost, DType d) const {
-    return std::max(cost.bytes / (bandwidth_for(cost.bytes) * 1e9), cost.flops / (peak_for(d) * 1e9));
+  double roof_seconds(const Cost& cost, DType d, bool matrix_units = false) const {
+    return std::max(cost.bytes / (bandwidth_for(cost.bytes) * 1e9), cost.flops / (peak_for(d, matrix_units) * 1e9));
   }
 };
 
@@ -106,20 +118,79 @@ double run_fma_chains(const Exec& exec, const Kokkos::View<T*, typename Exec::me
   return 2.0 * chains * iters * static_cast<double>(out.extent(0));
 }
 
+/// GFLOP/s of run(iters) (which returns its FLOPs), the work grown until one run takes >= 20 ms
+/// (clock ramp-up and launch cost amortized), then the best of several runs.
+template <class Exec, class Run>
+double measure_peak(const Exec& exec, bool quick, const Run& run) {
+  int iters = 1000;
+  double flops = 0;
+  for (;;) {
+    double seconds = time_fenced(exec, [&] { flops = run(iters); });
+    if (seconds > 0.02 || iters > (1 << 26)) break;
+    iters *= 4;
+  }
+  const Timing t = time_repeated(exec, [&] { flops = run(iters); }, 1, quick ? 3 : 7, quick ? 0.1 : 0.4);
+  return flops / t.seconds_min * 1e-9;
+}
+
 template <class Exec, class T>
 double measure_peak_gflops(const Exec& exec, bool quick) {
   const std::int64_t items = std::max(1, compat::concurrency(exec)) * 64;
   Kokkos::View<T*, typename Exec::memory_space> out("rooftop::peak_out", items);
-  int iters = 1000;
-  double flops = 0;
-  // Grow the work until one run takes >= 20 ms (clock ramp-up and launch cost amortized).
-  for (;;) {
-    double seconds = time_fenced(exec, [&] { flops = run_fma_chains(exec, out, iters); });
-    if (seconds > 0.02 || iters > (1 << 26)) break;
-    iters *= 4;
-  }
-  const Timing t = time_repeated(exec, [&] { flops = run_fma_chains(exec, out, iters); }, 1, quick ? 3 : 7, quick ? 0.1 : 0.4);
-  return flops / t.seconds_min * 1e-9;
+  return measure_peak(exec, quick, [&](int iters) { return run_fma_chains(exec, out, iters); });
+}
+
+/// Teams of `warps` warps, each warp running `chains` independent chains of `iters` 16 x 16 x
+/// 16 matrix-unit products of T tiles (loaded once from scratch) into fp32 accumulators; each
+/// thread then writes the sum of what its lane holds of them. Returns FLOPs.
+template <class Exec, class T, int warps = 4>
+double run_matrix_chains(const Exec& exec, const Kokkos::View<float*, typename Exec::memory_space>& out, int iters) {
+  using Units = detail::WarpMatrix<T>;
+  constexpr int chains = 4, lanes = detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>;
+  constexpr int tile = Units::m * Units::k + Units::k * Units::n, staged = warps * Units::m * Units::n;
+  constexpr std::size_t bytes = tile * sizeof(T) + staged * sizeof(float), align = 128;
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<warps * lanes, 1>>;
+  const std::int64_t teams = static_cast<std::int64_t>(out.extent(0)) / (warps * lanes);
+  const Policy policy = Policy(exec, teams, warps * lanes).set_scratch_size(0, Kokkos::PerTeam(bytes + align));
+  Kokkos::parallel_for("rooftop::peak_matrix", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+    void* const base = team.team_scratch(0).get_shmem_aligned(bytes, align);
+    T* const tiles = detail::in_shared(static_cast<T*>(base));
+    float* const stage = detail::in_shared(reinterpret_cast<float*>(tiles + tile));
+    // Small values of both signs (exact in bf16 and fp16): the sums stay far from overflow.
+    for (int e = team.team_rank(); e < tile; e += team.team_size()) tiles[e] = T(static_cast<float>(e % 7 - 3) * 0x1p-7f);
+    team.team_barrier();
+    const int warp = team.team_rank() / Units::lanes, lane = team.team_rank() % Units::lanes;
+    float sum = 0;
+    if (warp < warps) {
+      typename Units::A a;
+      typename Units::B b;
+      Units::load(a, tiles, Units::k);
+      Units::load(b, tiles + Units::m * Units::k, Units::n);
+      typename Units::C c[chains];
+      for (int ch = 0; ch < chains; ++ch) Units::zero(c[ch]);
+      for (int it = 0; it < iters; ++it) {
+        ROOFTOP_UNROLL
+        for (int ch = 0; ch < chains; ++ch) Units::mma(c[ch], a, b);
+      }
+      float* const mine = stage + warp * Units::m * Units::n;
+      ROOFTOP_UNROLL
+      for (int ch = 0; ch < chains; ++ch) {
+        Units::store(mine, c[ch], Units::n);
+        Units::sync_lanes();
+        for (int e = lane; e < Units::m * Units::n; e += Units::lanes) sum += mine[e];
+        Units::sync_lanes();
+      }
+    }
+    out(team.league_rank() * team.team_size() + team.team_rank()) = sum;
+  });
+  return 2.0 * Units::m * Units::n * Units::k * chains * iters * warps * static_cast<double>(teams);
+}
+
+template <class Exec, class T>
+double measure_matrix_peak_gflops(const Exec& exec, bool quick) {
+  const std::int64_t threads = std::max(128, compat::concurrency(exec));
+  Kokkos::View<float*, typename Exec::memory_space> out("rooftop::peak_matrix_out", threads / 128 * 128);
+  return measure_peak(exec, quick, [&](int iters) { return run_matrix_chains<Exec, T>(exec, out, iters); });
 }
 
 /// The bandwidth ceiling kernels over three arrays of n doubles: STREAM's copy, add and triad,
@@ -285,7 +356,7 @@ std::map<std::string, double> measure_transfer_bandwidth(const Exec& exec, bool 
   return out;
 }
 
-/// Measures the FP32 and FP64 peaks into c, keeping the better of the new and any earlier
+/// Measures the FP32 and FP64 peaks (and the matrix units' where gemm uses them) into c, keeping the better of the new and any earlier
 /// value: the harness calls it before the sweep and after every round, as it does the
 /// bandwidth ceilings, so a core that was busy elsewhere during one measurement cannot leave a
 /// compute roof below what the ops then attain.
@@ -295,6 +366,11 @@ void measure_compute_peaks(const Exec& exec, Ceilings& c, bool quick, const std:
   c.peak_gflops_fp32 = std::max(c.peak_gflops_fp32, measure_peak_gflops<Exec, float>(exec, quick));
   progress("FP64 peak (FMA chains)");
   c.peak_gflops_fp64 = std::max(c.peak_gflops_fp64, measure_peak_gflops<Exec, double>(exec, quick));
+  if constexpr (gemm_uses_matrix_units<Exec, bf16, bf16>) {
+    progress("bf16 and fp16 matrix-unit peaks (tensor-core tile chains)");
+    c.peak_gflops_bf16_matrix = std::max(c.peak_gflops_bf16_matrix, measure_matrix_peak_gflops<Exec, bf16>(exec, quick));
+    c.peak_gflops_fp16_matrix = std::max(c.peak_gflops_fp16_matrix, measure_matrix_peak_gflops<Exec, fp16>(exec, quick));
+  }
 }
 
 /// Measures every ceiling, the bandwidth ones with `bandwidth`'s kernels. `progress` receives

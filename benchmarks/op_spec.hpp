@@ -31,6 +31,7 @@ struct OpInstance {
   std::vector<std::int64_t> shape;
   std::function<void()> run;            // one call of the op
   std::function<std::string()> verify;  // "" if the last run's output is right, else what is wrong
+  bool matrix_units = false;            // its FLOPs run on the matrix units (Ceilings::peak_for)
 };
 
 using Shape = std::vector<std::int64_t>;

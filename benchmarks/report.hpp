@@ -32,6 +32,7 @@ struct Result {
   double paired_bandwidth_gbs = 0, paired_roof_fraction = 0;
   std::string bound;     // "memory" or "compute"
   bool cache_resident = false;
+  bool matrix_units = false;  // held to the matrix units' peak (tensor cores)
   bool verified = false;
   std::string verify_error;
 };
@@ -46,10 +47,10 @@ inline void place_under_roof(Result& r, const Ceilings& c) {
   r.gflops = r.cost.flops / t * 1e-9;
   r.cache_resident = c.is_cache_resident(r.cost.bytes);
   r.bandwidth_roof_gbs = c.bandwidth_for(r.cost.bytes);
-  r.peak_gflops = c.peak_for(r.dtype);
+  r.peak_gflops = c.peak_for(r.dtype, r.matrix_units);
   r.roof_gflops = std::min(r.peak_gflops, r.cost.ai() * r.bandwidth_roof_gbs);
   r.bound = r.cost.bytes / r.bandwidth_roof_gbs >= r.cost.flops / r.peak_gflops ? "memory" : "compute";
-  r.roof_fraction = c.roof_seconds(r.cost, r.dtype) / t;
+  r.roof_fraction = c.roof_seconds(r.cost, r.dtype, r.matrix_units) / t;
   if (r.paired_bandwidth_gbs > 0)
     r.paired_roof_fraction = std::max(r.cost.bytes / (r.paired_bandwidth_gbs * 1e9), r.cost.flops / (r.peak_gflops * 1e9)) / t;
 }
@@ -71,6 +72,8 @@ inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std:
                    {"peak_gflops", {{"fp32", c.peak_gflops_fp32}, {"fp64", c.peak_gflops_fp64}}},
                    {"launch_overhead_us", c.launch_overhead_us},
                    {"last_level_cache_bytes", c.llc_bytes}};
+  if (c.peak_gflops_bf16_matrix > 0) j["ceilings"]["peak_gflops"]["bf16_matrix"] = c.peak_gflops_bf16_matrix;
+  if (c.peak_gflops_fp16_matrix > 0) j["ceilings"]["peak_gflops"]["fp16_matrix"] = c.peak_gflops_fp16_matrix;
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& r : results) {
     nlohmann::json o = {{"op", r.op}, {"dtype", dtype_name(r.dtype)}, {"shape", r.shape},
@@ -80,7 +83,7 @@ inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std:
                         {"roof_gflops", r.roof_gflops}, {"roof_fraction", r.roof_fraction}, {"bound", r.bound},
                         {"bandwidth_roof_gbs", r.bandwidth_roof_gbs}, {"cache_resident", r.cache_resident},
                         {"paired_bandwidth_gbs", r.paired_bandwidth_gbs}, {"paired_roof_fraction", r.paired_roof_fraction},
-                        {"verified", r.verified}};
+                        {"peak_gflops", r.peak_gflops}, {"matrix_units", r.matrix_units}, {"verified", r.verified}};
     if (!r.verified) o["verify_error"] = r.verify_error;
     ops.push_back(o);
   }
@@ -91,13 +94,14 @@ inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std:
 inline std::string to_csv(const std::vector<Result>& results) {
   std::ostringstream o;
   o << "op,dtype,shape,flops,bytes,ai,seconds_min,seconds_median,gbs,gflops,roof_gflops,roof_fraction,bound,"
-       "cache_resident,verified,paired_bandwidth_gbs,paired_roof_fraction\n";
+       "cache_resident,verified,paired_bandwidth_gbs,paired_roof_fraction,matrix_units\n";
   o.precision(9);
   for (const auto& r : results)
     o << r.op << ',' << dtype_name(r.dtype) << ',' << shape_string(r.shape) << ',' << r.cost.flops << ',' << r.cost.bytes << ','
       << r.cost.ai() << ',' << r.timing.seconds_min << ',' << r.timing.seconds_median << ',' << r.gbs << ',' << r.gflops << ','
       << r.roof_gflops << ',' << r.roof_fraction << ',' << r.bound << ',' << (r.cache_resident ? "true" : "false") << ','
-      << (r.verified ? "true" : "false") << ',' << r.paired_bandwidth_gbs << ',' << r.paired_roof_fraction << '\n';
+      << (r.verified ? "true" : "false") << ',' << r.paired_bandwidth_gbs << ',' << r.paired_roof_fraction << ','
+      << (r.matrix_units ? "true" : "false") << '\n';
   return o.str();
 }
 
@@ -107,7 +111,7 @@ inline std::string to_csv(const std::vector<Result>& results) {
 inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vector<Result>& results) {
   const double W = 980, H = 620, left = 80, right = 700, top = 50, bottom = 560;
   double x_min = 1.0 / 64, x_max = 64, y_min = 0.1, y_max = 1;
-  y_max = std::max({c.peak_gflops_fp32, c.peak_gflops_fp64, 1.0}) * 3;
+  y_max = std::max({c.peak_gflops_fp32, c.peak_gflops_fp64, c.peak_gflops_bf16_matrix, c.peak_gflops_fp16_matrix, 1.0}) * 3;
   for (const auto& r : results)
     if (r.cost.flops > 0) {
       x_min = std::min(x_min, r.cost.ai() / 2);
@@ -150,6 +154,12 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   l64 << "FP64 peak " << c.peak_gflops_fp64 << " GFLOP/s";
   roof(c.dram(), c.peak_gflops_fp32, "#c0392b", l32.str(), false);
   roof(c.dram(), c.peak_gflops_fp64, "#2c3e50", l64.str(), false);
+  if (c.peak_gflops_bf16_matrix > 0) {
+    std::ostringstream lm;
+    lm.precision(4);
+    lm << "matrix units bf16 " << c.peak_gflops_bf16_matrix << ", fp16 " << c.peak_gflops_fp16_matrix << " GFLOP/s";
+    roof(c.dram(), std::max(c.peak_gflops_bf16_matrix, c.peak_gflops_fp16_matrix), "#8e44ad", lm.str(), false);
+  }
   if (c.bandwidth_gbs.count("llc")) roof(c.bandwidth_gbs.at("llc"), c.peak_gflops_fp32, "#e67e22", "", true);
   o << "<text x='" << X(x_min) + 6 << "' y='" << Y(std::max(x_min * c.dram(), y_min)) - 6 << "' fill='#c0392b'>DRAM " << c.dram()
     << " GB/s</text>\n";

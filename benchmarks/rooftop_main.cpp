@@ -201,8 +201,14 @@ int run(Options opt) {
   print_bandwidth("(before the sweep)");
   for (const char* link : {"h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned"})
     if (ceilings.bandwidth_gbs.count(link)) std::printf("Host <-> device: %s %.1f GB/s\n", link, ceilings.bandwidth_gbs.at(link));
-  std::printf("Compute ceilings: FP32 %.1f GFLOP/s, FP64 %.1f GFLOP/s, launch %.2f us\n\n", ceilings.peak_gflops_fp32,
-              ceilings.peak_gflops_fp64, ceilings.launch_overhead_us);
+  auto print_compute = [&ceilings](const char* when) {
+    std::printf("Compute ceilings%s: FP32 %.1f GFLOP/s, FP64 %.1f GFLOP/s", when, ceilings.peak_gflops_fp32, ceilings.peak_gflops_fp64);
+    if (ceilings.peak_gflops_bf16_matrix > 0)
+      std::printf(", matrix units bf16 %.1f GFLOP/s, fp16 %.1f GFLOP/s", ceilings.peak_gflops_bf16_matrix,
+                  ceilings.peak_gflops_fp16_matrix);
+  };
+  print_compute("");
+  std::printf(", launch %.2f us\n\n", ceilings.launch_overhead_us);
 
   // Size sweep by working set: cache-resident, then far beyond the last-level cache.
   const double cache_ws = cache_working_set(ceilings.llc_bytes), dram_ws = main_memory_working_set(ceilings.llc_bytes);
@@ -278,6 +284,7 @@ int run(Options opt) {
         r.dtype = p.dtype;
         r.shape = inst.shape;
         r.cost = inst.cost;
+        r.matrix_units = inst.matrix_units;
         r.paired_bandwidth_gbs = round > 0 ? results[k].paired_bandwidth_gbs : 0;
         r.timing = bandwidth.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps,
                                               min_seconds, r.paired_bandwidth_gbs);
@@ -302,8 +309,8 @@ int run(Options opt) {
     bandwidth.measure(ceilings, opt.quick, progress);
     measure_compute_peaks(exec, ceilings, opt.quick, progress);
     print_bandwidth("(best so far)");
-    std::printf("Compute ceilings (best so far): FP32 %.1f GFLOP/s, FP64 %.1f GFLOP/s\n", ceilings.peak_gflops_fp32,
-                ceilings.peak_gflops_fp64);
+    print_compute(" (best so far)");
+    std::printf("\n");
     if (round + 1 < opt.rounds) {
       try {
         write_report(completed(), round + 1, nlohmann::json::array(), nlohmann::json::array());

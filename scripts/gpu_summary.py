@@ -70,7 +70,9 @@ def main():
             f"- main memory {dram:.0f} GB/s (copy {bw.get('dram_copy', 0):.0f}, add {bw.get('dram_add', 0):.0f}, "
             f"triad {bw.get('dram_triad', 0):.0f}, read {bw.get('dram_read', 0):.0f}); L2 {bw.get('llc', 0):.0f} GB/s",
             f"- FP32 {peak['fp32'] / 1e3:.1f} TFLOP/s, FP64 {peak['fp64'] / 1e3:.1f} TFLOP/s; "
-            f"launch overhead {ceil.get('launch_overhead_us', 0):.2f} us"]
+            + (f"matrix units bf16 {peak['bf16_matrix'] / 1e3:.1f}, fp16 {peak.get('fp16_matrix', 0) / 1e3:.1f} TFLOP/s; "
+               if "bf16_matrix" in peak else "")
+            + f"launch overhead {ceil.get('launch_overhead_us', 0):.2f} us"]
     if "h2d_pageable" in bw:
         out.append(f"- host to device {bw['h2d_pageable']:.1f} GB/s pageable, {bw['h2d_pinned']:.1f} pinned; "
                    f"device to host {bw['d2h_pageable']:.1f} pageable, {bw['d2h_pinned']:.1f} pinned")
@@ -126,6 +128,9 @@ def main():
                 met &= check(out, e["rooftop_vs_torch"] >= target,
                              f"{op} {dtype} {shape_str(r['shape'])}: {r['gflops'] / 1e3:.1f} TFLOP/s, "
                              f"{e['rooftop_vs_torch']:.2f}x {name} (>= {target})")
+    above = [r for r in report["ops"] if r["roof_fraction"] > 1.05]
+    met &= check(out, not above, "no result above its roof by more than 5%" +
+                 "".join(f"; {r['op']} {r['dtype']} {shape_str(r['shape'])} at {r['roof_fraction']:.2f}" for r in above[:8]))
     if any("FAIL" in s for s in status):
         met = check(out, False, "every step passed (see above)")
     out += ["", f"All targets met: {'yes' if met else 'no'}."]

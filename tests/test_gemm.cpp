@@ -4,6 +4,7 @@
 // drivers (the GPU one run here with small teams); preconditions.
 #include "common.hpp"
 
+#include "../benchmarks/ceilings.hpp"
 #include "../benchmarks/reference.hpp"
 
 #include <rooftop/kernels/gemm.hpp>
@@ -235,6 +236,37 @@ TEST_CASE_TEMPLATE("gemm's matrix-unit driver (tensor-core tiles; emulated off G
   batched(OneTile{});
   constexpr int warps = MatrixGemmTiles::warps_m * MatrixGemmTiles::warps_n;
   if (test::max_team_size() >= warps * detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>) batched(MatrixGemmTiles{});
+}
+
+/// Runs the harness's matrix-unit peak kernel with teams of `warps` warps and checks what it
+/// wrote. Its tiles: A(i, k) = (e % 7 - 3) / 128 at e = 16 i + k, B(k, j) likewise at e = 256 +
+/// 16 k + j; each warp's lanes together hold 4 chains x iters x A B and write the sum of it.
+template <class T, int warps>
+void check_matrix_chains() {
+  constexpr int lanes = detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>, teams = 3, iters = 5;
+  const auto value = [](int e) { return (e % 7 - 3) / 128.0; };
+  double ab = 0;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j)
+      for (int k = 0; k < 16; ++k) ab += value(16 * i + k) * value(256 + 16 * k + j);
+  REQUIRE(ab != 0);
+  Kokkos::View<float*, BackendMemory> out("out", teams * warps * lanes);
+  fill_nan(Exec(), out);
+  const double flops = harness::run_matrix_chains<Exec, T, warps>(Exec(), out, iters);
+  CHECK(flops == 2.0 * 16 * 16 * 16 * 4 * iters * warps * teams);
+  const auto h = test::host(out);
+  for (int w = 0; w < teams * warps; ++w) {
+    double sum = 0;
+    for (int l = 0; l < lanes; ++l) sum += h[w * lanes + l];
+    CAPTURE(w);
+    CHECK(std::abs(sum - 4.0 * iters * ab) <= 1e-6 * std::abs(4.0 * iters * ab));
+  }
+}
+
+TEST_CASE_TEMPLATE("the harness's matrix-unit peak kernel computes its chains of tile products", T, rooftop::bf16, rooftop::fp16) {
+  check_matrix_chains<T, 1>();
+  constexpr int lanes = detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>;
+  if (test::max_team_size() >= 4 * lanes) check_matrix_chains<T, 4>();  // the harness's teams
 }
 
 TEST_CASE("gemm: mismatched extents are an error naming them") {
