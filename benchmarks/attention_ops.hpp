@@ -23,10 +23,12 @@ namespace rooftop::reference {
 /// entry. The bound: one rounding of the result to T, and fp32 errors relative to
 /// sum_j p_j |v_jc|: the scores' (a head_dim-long fma chain on scale * q, and the subtraction
 /// of the max) times the largest scale * sum_c |q_c k_jc|, which perturb p relatively by that
-/// much, plus roundings of the sums over the visible keys.
+/// much, plus roundings of the sums over the visible keys; with `p_rounded` (the matrix-unit
+/// path, which multiplies V by the probabilities rounded to T) one more epsilon of T relative
+/// to that sum.
 template <class T>
 std::string attention_row(const double* q, const double* k, const double* v, std::int64_t visible, std::int64_t head_dim,
-                          double scale, const double* got) {
+                          double scale, const double* got, bool p_rounded = false) {
   std::vector<double> p(static_cast<std::size_t>(visible));
   double score_mag = 0, max_score = -std::numeric_limits<double>::infinity();
   for (std::int64_t j = 0; j < visible; ++j) {
@@ -48,7 +50,8 @@ std::string attention_row(const double* q, const double* k, const double* v, std
       want += p[j] / sum * v[j * head_dim + c];
       mag += p[j] / sum * std::abs(v[j * head_dim + c]);
     }
-    const double bound = 2 * epsilon<T>() * std::abs(want) + fp32_roundings * epsilon<float>() * mag + denorm_min<T>();
+    const double bound = 2 * epsilon<T>() * std::abs(want) + (fp32_roundings * epsilon<float>() + (p_rounded ? epsilon<T>() : 0.0)) * mag +
+                         denorm_min<T>();
     if (!(std::abs(got[c] - want) <= bound)) {
       std::ostringstream msg;
       msg.precision(9);
@@ -93,7 +96,9 @@ OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
   OpInstance op;
   op.cost = cost<T>(s);
   op.shape = s;
+  op.matrix_units = rooftop::detail::attention_uses_matrix_units<Exec, T>(d);
   op.run = [=] { rooftop::attention(exec, q, k, v, o, scale, false); };
+  const bool p_rounded = op.matrix_units;
   op.verify = [=]() -> std::string {
     const auto hq = to_host_flat(q), hk = to_host_flat(k), hv = to_host_flat(v), ho = to_host_flat(o);
     const std::int64_t rows = b * h * seq;
@@ -101,7 +106,7 @@ OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
       const std::int64_t row = rows <= verified_rows ? r : r * (rows - 1) / (verified_rows - 1);
       const std::int64_t bh = row / seq, i = row % seq;
       const std::string error = reference::attention_row<T>(&hq[row * d], &hk[bh * seq * d], &hv[bh * seq * d], seq, d, scale,
-                                                             &ho[row * d]);
+                                                             &ho[row * d], p_rounded);
       if (!error.empty()) {
         std::ostringstream msg;
         msg << "O(" << bh / h << ", " << bh % h << ", " << i << ", :): " << error;

@@ -17,7 +17,9 @@
 ///
 /// Storage fp32, bf16 or fp16 (Q, K, V and O of one type); scores, softmax and accumulation
 /// in fp32. head_dim at most attention_max_head_dim. Views are LayoutRight (head_dim
-/// contiguous).
+/// contiguous). On GPUs bf16 and fp16 at head_dim 64 or 128 run on the matrix units (tensor
+/// cores: detail::attention_matrix_units), which multiply V by the probabilities rounded to
+/// the storage type.
 #pragma once
 
 #include "../core/cost.hpp"
@@ -200,6 +202,209 @@ KOKKOS_INLINE_FUNCTION float attention_softmax_row(float* s, int keys, int visib
   return alpha;
 }
 
+/// Tile sizes of attention on the matrix units: `warps` warps per team, each owning 16 queries
+/// (a block of 16 * warps), and tiles of `keys` keys. Scratch (Kokkos 3.4's 40 KiB of level
+/// 0) holds the K and V tiles in the inputs' type, and per warp its scores (floats, then its
+/// probabilities in the inputs' type in the same bytes), its output accumulator (16 x D
+/// floats) and its rows' max, sum and rescaling factor: 37 KB at D = 64 with 4 warps, 39 KB
+/// at D = 128 with 2.
+template <int D>
+struct MatrixAttentionTiles {
+  static constexpr int warps = D <= 64 ? 4 : 2, keys = 32;
+};
+
+/// attention's matrix-unit driver for bf16 or fp16 Q, K, V and O with head_dim D (16 <= D <=
+/// 128, a multiple of 16), as the FlashAttention forward pass does it on tensor cores: each
+/// warp keeps its 16 queries of Q as tiles of the matrix units, and for each tile of keys
+/// forms its 16 x keys scores S = Q K^T on them (fp32), scales them and takes the online
+/// softmax of its rows (one lane per row, attention_softmax_row), rounds the probabilities P
+/// to the inputs' type, rescales its fp32 accumulator by exp(m_old - m_new) and adds P V on
+/// the matrix units. The probabilities' rounding (at most one unit in the last place of the
+/// type, relative) is the one error the fp32 path does not have. On hosts, and in the tests,
+/// each warp is one thread emulating the tiles (backends/cuda/warp_matrix.hpp).
+template <int D, class Tiles, class Exec, class Q, class K, class V, class O>
+void attention_matrix_units(const Exec& exec, const Q& q, const K& k, const V& v, const O& o, float scale, bool causal) {
+  using T = typename O::non_const_value_type;
+  using Units = WarpMatrix<T>;
+  constexpr int tm = Units::m, W = Tiles::warps, BK = Tiles::keys, BQ = W * tm;
+  static_assert(D % tm == 0 && BK % tm == 0, "attention: matrix-unit tiles of 16");
+  // Row strides: T rows padded by 8 values, float rows by 4 (16 bytes): tiles stay 32-byte
+  // aligned and consecutive rows start in different banks.
+  constexpr int ld = D + 8, ls = BK + 4, lp = BK + 8, lo = D + 4;
+  constexpr int kv = (BQ > 2 * BK ? BQ : 2 * BK) * ld;  // T values: Q's block, then K's and V's tiles
+  constexpr int s_floats = tm * ls, o_floats = tm * lo;  // per warp
+  static_assert(tm * lp * sizeof(T) <= s_floats * sizeof(float), "attention: a warp's probabilities fit its scores' bytes");
+  constexpr std::size_t align = 128;
+  constexpr std::size_t bytes = kv * sizeof(T) + W * (s_floats + o_floats + 3 * tm) * sizeof(float);
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<W * matrix_tile_lanes<ReductionShape<Exec, float>::gpu>, 1>>;
+  using Member = typename Policy::member_type;
+  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+  const auto heads = static_cast<std::int64_t>(q.extent(1)), seq_q = static_cast<std::int64_t>(q.extent(2)),
+             seq_k = static_cast<std::int64_t>(k.extent(2));
+  const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
+  const auto league = static_cast<int>(static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
+  // On GPUs in shared memory (level 0), which in_shared requires; the host's level 0 may be
+  // smaller (32 KiB for OpenMP), and its level 1 is as good.
+  constexpr bool gpu = ReductionShape<Exec, float>::gpu;
+  constexpr int threads = W * matrix_tile_lanes<gpu>;
+  const bool fits = bytes + align <= static_cast<std::size_t>(Policy::scratch_size_max(0));
+  ROOFTOP_REQUIRE(fits || !gpu, "attention", "the matrix-unit tiles take ", bytes + align,
+                  " bytes of team scratch; this backend has ", Policy::scratch_size_max(0));
+  const int level = fits ? 0 : 1;
+  const Strides3 q_stride(q), k_stride(k), v_stride(v), o_stride(o);
+  // Rows copied 16 bytes at a time when every row of Q, K and V starts 16-byte aligned.
+  auto aligned = [](const auto& x, const Strides3& s) {
+    return reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0 && s[0] % 8 == 0 && s[1] % 8 == 0 && s[2] % 8 == 0;
+  };
+  const bool runs = aligned(q, q_stride) && aligned(k, k_stride) && aligned(v, v_stride);
+  Kokkos::parallel_for(
+      "rooftop::attention", Policy(exec, league, threads).set_scratch_size(level, Kokkos::PerTeam(bytes + align)),
+      KOKKOS_LAMBDA(const Member& member) {
+        char* const base = static_cast<char*>(member.team_scratch(level).get_shmem_aligned(bytes, align));
+        T* const tiles = in_shared(reinterpret_cast<T*>(base));
+        float* const floats = in_shared(reinterpret_cast<float*>(base + kv * sizeof(T)));
+        const int rank = member.team_rank(), size = member.team_size();
+        const int warp = rank / Units::lanes, lane = rank % Units::lanes;
+        const bool computes = warp < W;
+        // This warp's scores (and probabilities), accumulator, and row max m, sum l and
+        // rescaling factor alpha.
+        float* const sw = floats + warp * s_floats;
+        float* const ow = floats + W * s_floats + warp * o_floats;
+        float* const mw = floats + W * (s_floats + o_floats) + warp * 3 * tm;
+        float* const lw = mw + tm;
+        float* const aw = lw + tm;
+        T* const pw = reinterpret_cast<T*>(sw);
+
+        const std::int64_t block = member.league_rank();
+        const std::int64_t b = block / (heads * q_blocks), h = block / q_blocks % heads, q0 = block % q_blocks * BQ;
+        const std::int64_t nq = seq_q - q0 < BQ ? seq_q - q0 : BQ;
+        const T* const q_rows = q.data() + b * q_stride[0] + h * q_stride[1] + q0 * q_stride[2];
+        const T* const k_rows = k.data() + b * k_stride[0] + h * k_stride[1];
+        const T* const v_rows = v.data() + b * v_stride[0] + h * v_stride[1];
+        // Rows of D values into a tile (ld apart), 16 bytes at a time where the rows allow (see
+        // `runs`), rows from n on 0.
+        auto load_rows = [&](T* const tile, const T* const rows, const std::int64_t stride, const std::int64_t n, const int count) {
+          if (runs) {
+            for (int e = rank; e < count * (D / 8); e += size) {
+              const int j = e / (D / 8), c = e % (D / 8) * 8;
+              if (j < n) {
+                copy16(tile + j * ld + c, rows + j * stride + c);
+              } else {
+                for (int x = 0; x < 8; ++x) tile[j * ld + c + x] = T(0.0f);
+              }
+            }
+          } else {
+            for (int e = rank; e < count * D; e += size) tile[e / D * ld + e % D] = e / D < n ? rows[e / D * stride + e % D] : T(0.0f);
+          }
+        };
+        // The block of Q (rows past nq 0), the accumulators 0, m = -Inf, l = 0.
+        load_rows(tiles, q_rows, q_stride[2], nq, BQ);
+        if (computes) {
+          for (int e = lane; e < o_floats; e += Units::lanes) ow[e] = 0.0f;
+          for (int r = lane; r < tm; r += Units::lanes) {
+            mw[r] = minus_inf;
+            lw[r] = 0.0f;
+          }
+        }
+        member.team_barrier();
+        typename Units::A qf[D / tm];
+        if (computes) {
+          ROOFTOP_UNROLL
+          for (int c = 0; c < D / tm; ++c) Units::load(qf[c], tiles + warp * tm * ld + c * tm, ld);
+        }
+        // Causal: the block's last query sees keys up to its own index; tiles past it are skipped.
+        const std::int64_t key_end = causal && q0 + nq < seq_k ? q0 + nq : seq_k;
+        T* const kt = tiles;
+        T* const vt = tiles + BK * ld;
+        for (std::int64_t k0 = 0; k0 < key_end; k0 += BK) {
+          const std::int64_t nk = key_end - k0 < BK ? key_end - k0 : BK;
+          member.team_barrier();  // Q's block, or the previous tile, is no longer read
+          // The K and V tiles, rows past nk 0 (not stale values, whose Inf or NaN would reach
+          // the sums through p = 0).
+          load_rows(kt, k_rows + k0 * k_stride[2], k_stride[2], nk, BK);
+          load_rows(vt, v_rows + k0 * v_stride[2], v_stride[2], nk, BK);
+          member.team_barrier();
+          if (!computes) continue;
+          // Scores: S (16 x BK) = Q K^T, K's rows read as the columns of K^T.
+          ROOFTOP_UNROLL
+          for (int jt = 0; jt < BK / tm; ++jt) {
+            typename Units::C acc;
+            Units::zero(acc);
+            ROOFTOP_UNROLL
+            for (int c = 0; c < D / tm; ++c) {
+              typename Units::BT kf;
+              Units::load(kf, kt + jt * tm * ld + c * tm, ld);
+              Units::mma(acc, qf[c], kf);
+            }
+            Units::store(sw + jt * tm, acc, ls);
+          }
+          Units::sync_lanes();
+          // Online softmax, a lane per row (the other lanes of a warp wait).
+          for (int r = lane; r < tm; r += Units::lanes) {
+            float* const row = sw + r * ls;
+            for (int j = 0; j < BK; ++j) row[j] *= scale;
+            // Keys k0 + j visible to query q0 + i: j < nk, and j <= q0 + i - k0 if causal.
+            const std::int64_t last = q0 + warp * tm + r - k0 + 1;
+            const std::int64_t visible = causal && last < nk ? (last > 0 ? last : 0) : nk;
+            aw[r] = attention_softmax_row<1>(row, BK, static_cast<int>(visible), mw[r], lw[r]);
+          }
+          Units::sync_lanes();
+          // The probabilities in T, in the scores' bytes: every lane's row read whole before any
+          // is written (on GPUs one pass, each of 16 lanes with a row; emulated, row by row:
+          // a row's T values end before the next row's floats begin).
+          for (int r0 = 0; r0 < tm; r0 += Units::lanes) {
+            const int r = r0 + lane;
+            float p[BK];
+            if (r < tm) {
+              ROOFTOP_UNROLL
+              for (int j = 0; j < BK; ++j) p[j] = sw[r * ls + j];
+            }
+            Units::sync_lanes();
+            if (r < tm) {
+              ROOFTOP_UNROLL
+              for (int j = 0; j < BK; ++j) pw[r * lp + j] = T(p[j]);
+            }
+          }
+          // The accumulator rescaled by alpha, row by row.
+          for (int e = lane; e < tm * D; e += Units::lanes) ow[e / D * lo + e % D] *= aw[e / D];
+          Units::sync_lanes();
+          // Accumulator (16 x D) += P (16 x BK) V (BK x D).
+          typename Units::A pf[BK / tm];
+          ROOFTOP_UNROLL
+          for (int jt = 0; jt < BK / tm; ++jt) Units::load(pf[jt], pw + jt * tm, lp);
+          ROOFTOP_UNROLL
+          for (int c = 0; c < D / tm; ++c) {
+            typename Units::C acc;
+            Units::load(acc, ow + c * tm, lo);
+            ROOFTOP_UNROLL
+            for (int jt = 0; jt < BK / tm; ++jt) {
+              typename Units::B vf;
+              Units::load(vf, vt + jt * tm * ld + c * tm, ld);
+              Units::mma(acc, pf[jt], vf);
+            }
+            Units::store(ow + c * tm, acc, lo);
+          }
+          Units::sync_lanes();
+        }
+        if (!computes) return;
+        Units::sync_lanes();
+        T* const o_rows = o.data() + b * o_stride[0] + h * o_stride[1] + q0 * o_stride[2];
+        for (int e = lane; e < tm * D; e += Units::lanes) {
+          const int r = e / D, c = e % D;
+          const std::int64_t i = warp * tm + r;
+          // l = 0: no visible key (seq_k == 0), output 0.
+          if (i < nq) o_rows[i * o_stride[2] + c] = T(lw[r] > 0.0f ? ow[r * lo + c] / lw[r] : 0.0f);
+        }
+      });
+}
+
+/// Whether attention of T with this head_dim runs on the matrix units (tensor cores) on Exec:
+/// on GPUs, for bf16 or fp16 and head_dim 64 or 128.
+template <class Exec, class T>
+constexpr bool attention_uses_matrix_units(std::int64_t head_dim) {
+  return gemm_uses_matrix_units<Exec, T, T> && (head_dim == 64 || head_dim == 128);
+}
+
 }  // namespace detail
 
 /// O = softmax(scale * Q K^T, causal mask if `causal`) V for (batch, heads, seq_q, head_dim) Q
@@ -232,6 +437,12 @@ std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& 
   ROOFTOP_REQUIRE(static_cast<std::int64_t>(q.extent(3)) <= attention_max_head_dim, "attention", "head_dim is ",
                   q.extent(3), ", more than the ", attention_max_head_dim, " supported");
   if (o.size() == 0) return;
+  if constexpr (gemm_uses_matrix_units<Exec, T, T>) {
+    if (detail::attention_uses_matrix_units<Exec, T>(q.extent(3))) {
+      if (q.extent(3) == 64) return detail::attention_matrix_units<64, detail::MatrixAttentionTiles<64>>(exec, q, k, v, o, scale, causal);
+      return detail::attention_matrix_units<128, detail::MatrixAttentionTiles<128>>(exec, q, k, v, o, scale, causal);
+    }
+  }
 
   using Tiles = detail::AttentionTiles<Exec>;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;

@@ -35,6 +35,15 @@ Tensor<T> random_tensor(std::int64_t b, std::int64_t h, std::int64_t s, std::int
   return t;
 }
 
+/// As random_tensor, one element into a larger allocation (kept alive by `keep`): rows that
+/// do not start 16-byte aligned.
+template <class T>
+Tensor<T> misaligned_tensor(std::int64_t b, std::int64_t h, std::int64_t s, std::int64_t d, test::Vector<T>& keep) {
+  keep = test::Vector<T>("rooftop::test::buffer", b * h * s * d + 1);
+  fill_uniform(Exec(), keep, test::next_seed(), -1, 1);
+  return Tensor<T>(keep.data() + 1, b, h, s, d);
+}
+
 template <class T>
 Tensor<T> poisoned_tensor(std::int64_t b, std::int64_t h, std::int64_t s, std::int64_t d) {
   Tensor<T> t("rooftop::test::out", b, h, s, d);
@@ -53,9 +62,10 @@ Host to_host(const Dims& dims, const Tensor<T>& q, const Tensor<T>& k, const Ten
   return {dims, test::host(test::flat(q)), test::host(test::flat(k)), test::host(test::flat(v)), test::host(test::flat(o))};
 }
 
-/// "" if query row (b, h, i) of O matches the float64 reference (reference::attention_row).
+/// "" if query row (b, h, i) of O matches the float64 reference (reference::attention_row;
+/// p_rounded: the probabilities were rounded to T, as on the matrix units).
 template <class T>
-std::string check_row(const Host& x, float scale, bool causal, std::int64_t b, std::int64_t h, std::int64_t i) {
+std::string check_row(const Host& x, float scale, bool causal, std::int64_t b, std::int64_t h, std::int64_t i, bool p_rounded) {
   const Dims& n = x.dims;
   const std::int64_t bh = b * n.heads + h, d = n.head_dim;
   const std::int64_t visible = causal ? std::min(i + 1, n.seq_k) : n.seq_k;
@@ -63,7 +73,7 @@ std::string check_row(const Host& x, float scale, bool causal, std::int64_t b, s
   // indexing one is undefined (UBSan's "reference binding to null pointer").
   const std::string error = reference::attention_row<T>(x.q.data() + (bh * n.seq_q + i) * d, x.k.data() + bh * n.seq_k * d,
                                                         x.v.data() + bh * n.seq_k * d, visible, d, scale,
-                                                        x.o.data() + (bh * n.seq_q + i) * d);
+                                                        x.o.data() + (bh * n.seq_q + i) * d, p_rounded);
   if (error.empty()) return "";
   std::ostringstream msg;
   msg << "O(" << b << ", " << h << ", " << i << ", :): " << error;
@@ -72,30 +82,68 @@ std::string check_row(const Host& x, float scale, bool causal, std::int64_t b, s
 
 /// Checks every row of O.
 template <class T>
-void check_all(const Host& x, float scale, bool causal) {
+void check_all(const Host& x, float scale, bool causal, bool p_rounded) {
   for (std::int64_t b = 0; b < x.dims.batch; ++b)
     for (std::int64_t h = 0; h < x.dims.heads; ++h)
       for (std::int64_t i = 0; i < x.dims.seq_q; ++i) {
-        const std::string error = check_row<T>(x, scale, causal, b, h, i);
+        const std::string error = check_row<T>(x, scale, causal, b, h, i, p_rounded);
         REQUIRE_MESSAGE(error.empty(), error);
       }
 }
 
-/// Runs attention at `dims` with inputs uniform in [-1, 1) and checks every row.
-template <class T>
-void run_and_check(const Dims& n, float scale, bool causal) {
+/// Runs attention at `dims` with inputs uniform in [-1, 1) and checks every row: rooftop::attention,
+/// or with `Matrix` (MatrixAttentionTiles or smaller) its matrix-unit driver at head_dim D
+/// (tiles emulated off GPUs).
+template <class T, int D = 0, class Matrix = void>
+void run_and_check(const Dims& n, float scale, bool causal, bool misaligned = false) {
   CAPTURE(n.batch);
   CAPTURE(n.heads);
   CAPTURE(n.seq_q);
   CAPTURE(n.seq_k);
   CAPTURE(n.head_dim);
   CAPTURE(causal);
-  auto q = random_tensor<T>(n.batch, n.heads, n.seq_q, n.head_dim);
-  auto k = random_tensor<T>(n.batch, n.heads, n.seq_k, n.head_dim);
-  auto v = random_tensor<T>(n.batch, n.heads, n.seq_k, n.head_dim);
+  CAPTURE(misaligned);
+  test::Vector<T> keep[3];
+  auto input = [&](std::int64_t s, int x) {
+    return misaligned ? misaligned_tensor<T>(n.batch, n.heads, s, n.head_dim, keep[x]) : random_tensor<T>(n.batch, n.heads, s, n.head_dim);
+  };
+  auto q = input(n.seq_q, 0), k = input(n.seq_k, 1), v = input(n.seq_k, 2);
   auto o = poisoned_tensor<T>(n.batch, n.heads, n.seq_q, n.head_dim);
-  rooftop::attention(Exec(), q, k, v, o, scale, causal);
-  check_all<T>(to_host(n, q, k, v, o), scale, causal);
+  constexpr bool matrix_units = !std::is_void_v<Matrix>;
+  if constexpr (matrix_units) {
+    REQUIRE(n.head_dim == D);
+    detail::attention_matrix_units<D, Matrix>(Exec(), q, k, v, o, scale, causal);
+  } else {
+    rooftop::attention(Exec(), q, k, v, o, scale, causal);
+  }
+  check_all<T>(to_host(n, q, k, v, o), scale, causal, matrix_units || detail::attention_uses_matrix_units<Exec, T>(n.head_dim));
+}
+
+/// Tiles for the matrix-unit driver with one warp (on the host, one thread) or two, and tiles
+/// of 16 or 32 keys.
+template <int W, int BK>
+struct FewWarps {
+  static constexpr int warps = W, keys = BK;
+};
+
+/// The matrix-unit driver at head_dim D with tiles Matrix over sequence lengths of one, several
+/// and partial tiles and blocks, unequal lengths, huge logits and no keys, causal or not.
+template <class T, int D, class Matrix>
+void check_matrix_attention() {
+  CAPTURE(D);
+  CAPTURE(Matrix::warps);
+  CAPTURE(Matrix::keys);
+  constexpr int lanes = detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>;
+  if (test::max_team_size() < Matrix::warps * lanes) return;  // (checked with fewer warps too)
+  for (const bool causal : {false, true}) {
+    for (const std::int64_t s : {1, 13, 69, 200}) run_and_check<T, D, Matrix>(Dims{2, 2, s, s, D}, 1.0f / std::sqrt(float(D)), causal);
+    const std::int64_t unequal[][2] = {{13, 200}, {200, 13}, {69, 1}, {1, 69}};
+    for (const auto& seq : unequal) run_and_check<T, D, Matrix>(Dims{1, 3, seq[0], seq[1], D}, 0.3f, causal);
+    run_and_check<T, D, Matrix>(Dims{1, 2, 69, 69, D}, 100.0f, causal);
+    run_and_check<T, D, Matrix>(Dims{1, 2, 13, 0, D}, 1.0f, causal);
+    // Rows not 16-byte aligned: loaded element by element.
+    run_and_check<T, D, Matrix>(Dims{2, 2, 69, 69, D}, 0.3f, causal, true);
+  }
 }
 
 long peak_rss_kib() {
@@ -118,6 +166,16 @@ TEST_CASE_TEMPLATE("attention matches float64 over sequence lengths and head dim
   // head_dim not a multiple of 16, and the largest supported.
   run_and_check<T>(Dims{1, 2, 69, 77, 100}, 0.1f, true);
   run_and_check<T>(Dims{1, 1, 69, 130, attention_max_head_dim}, 0.0625f, false);
+}
+
+TEST_CASE_TEMPLATE("attention's matrix-unit driver (tensor-core tiles; emulated off GPUs) on this backend", T, rooftop::bf16,
+                   rooftop::fp16) {
+  check_matrix_attention<T, 64, FewWarps<1, 16>>();
+  check_matrix_attention<T, 64, FewWarps<2, 32>>();
+  check_matrix_attention<T, 128, FewWarps<1, 32>>();
+  // The library's own tiles, where the backend runs their teams (4 and 2 warps).
+  check_matrix_attention<T, 64, detail::MatrixAttentionTiles<64>>();
+  check_matrix_attention<T, 128, detail::MatrixAttentionTiles<128>>();
 }
 
 TEST_CASE_TEMPLATE("attention: empty extents; no keys gives 0", T, ROOFTOP_ML_DTYPES) {
@@ -147,13 +205,13 @@ TEST_CASE("attention: default scale 1/sqrt(head_dim), and the overloads without 
   auto v = random_tensor<float>(n.batch, n.heads, n.seq_k, n.head_dim);
   auto o = poisoned_tensor<float>(n.batch, n.heads, n.seq_q, n.head_dim);
   rooftop::attention(Exec(), q, k, v, o, true);
-  check_all<float>(to_host(n, q, k, v, o), 0.125f, true);
+  check_all<float>(to_host(n, q, k, v, o), 0.125f, true, false);
   o = poisoned_tensor<float>(n.batch, n.heads, n.seq_q, n.head_dim);
   rooftop::attention(q, k, v, o, false);
-  check_all<float>(to_host(n, q, k, v, o), 0.125f, false);
+  check_all<float>(to_host(n, q, k, v, o), 0.125f, false, false);
   o = poisoned_tensor<float>(n.batch, n.heads, n.seq_q, n.head_dim);
   rooftop::attention(q, k, v, o, 0.5f, true);
-  check_all<float>(to_host(n, q, k, v, o), 0.5f, true);
+  check_all<float>(to_host(n, q, k, v, o), 0.5f, true, false);
 }
 
 TEST_CASE("attention's memory is O(seq): 32768 keys, whose fp32 score matrix would take 4 GiB") {
@@ -174,7 +232,7 @@ TEST_CASE("attention's memory is O(seq): 32768 keys, whose fp32 score matrix wou
   const Host x = to_host(n, q, k, v, o);
   for (const std::int64_t i : {std::int64_t{0}, std::int64_t{1}, std::int64_t{63}, std::int64_t{64}, std::int64_t{20011},
                                n.seq_q - 1}) {
-    const std::string error = check_row<float>(x, 0.25f, false, 0, 0, i);
+    const std::string error = check_row<float>(x, 0.25f, false, 0, 0, i, false);
     CHECK_MESSAGE(error.empty(), error);
   }
 }
