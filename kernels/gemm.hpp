@@ -101,7 +101,7 @@ struct GemmOperand {
   }
   /// Address of element (i, k) of op(X) of batch b, and the element strides of op(X) along i
   /// and along k (host packing reads contiguous runs through them).
-  const typename View::value_type* address(std::int64_t b, std::int64_t i, std::int64_t k) const {
+  KOKKOS_INLINE_FUNCTION const typename View::value_type* address(std::int64_t b, std::int64_t i, std::int64_t k) const {
     if constexpr (View::rank == 3) {
       return trans ? &x(b, k, i) : &x(b, i, k);
     } else {
@@ -112,6 +112,14 @@ struct GemmOperand {
   std::int64_t stride_i() const { return static_cast<std::int64_t>(x.stride(View::rank - (trans ? 1 : 2))); }
   std::int64_t stride_k() const { return static_cast<std::int64_t>(x.stride(View::rank - (trans ? 2 : 1))); }
   std::int64_t rows() const { return static_cast<std::int64_t>(x.extent(View::rank - (trans ? 1 : 2))); }
+  /// Whether every run of `v` elements of op(X) along i (along_i) or k, starting at a multiple
+  /// of v, is contiguous and 16-byte aligned in memory: one 16-byte load each.
+  bool runs_of(int v, bool along_i) const {
+    const std::int64_t along = along_i ? stride_i() : stride_k(), across = along_i ? stride_k() : stride_i();
+    const bool batch = View::rank == 2 || static_cast<std::int64_t>(x.stride(0)) % v == 0;
+    return along == 1 && across % v == 0 && batch && reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0 &&
+           static_cast<std::int64_t>(sizeof(value_type)) * v == 16;
+  }
   std::int64_t cols() const { return static_cast<std::int64_t>(x.extent(View::rank - (trans ? 2 : 1))); }
 };
 
@@ -280,14 +288,36 @@ KOKKOS_FORCEINLINE_FUNCTION void load_run(const Acc* in, Acc* out) {
 /// units), from fetch (the slice at k0, 0 outside op(A) and op(B)) to stash (into scratch).
 /// Consecutive threads take consecutive elements along whichever dimension of each tile is
 /// contiguous in memory, i of op(A) and j of op(B) where possible, else k: coalesced loads.
+///
+/// Where an operand's runs along that dimension are 16-byte aligned (GemmOperand::runs_of: the
+/// operand stored as T), the slice lies wholly inside op(A) or op(B) and the tiles split
+/// evenly into runs of V = 16 / sizeof(T) over the threads, each thread loads whole runs
+/// instead (run e: V consecutive elements), one 16-byte load each, and stores a run 16 bytes
+/// at once where it is contiguous in scratch too.
 template <class T, int BM, int BN, int KC, int threads>
 struct GemmSlice {
   static constexpr int per_a = (KC * BM + threads - 1) / threads, per_b = (KC * BN + threads - 1) / threads;
-  bool a_along_i, b_along_j;
+  static constexpr int V = 16 / sizeof(T);
+  static constexpr bool has_runs = V > 1 && BM % V == 0 && BN % V == 0 && KC % V == 0 && (KC * BM) % (V * threads) == 0 &&
+                                   (KC * BN) % (V * threads) == 0;
+  bool a_along_i, b_along_j, a_runs, b_runs;
+  bool a_now = false, b_now = false;  // the slice in registers was fetched in runs
   int me;
-  T ra[per_a], rb[per_b];
+  alignas(16) T ra[per_a];
+  alignas(16) T rb[per_b];
 
-  KOKKOS_FORCEINLINE_FUNCTION GemmSlice(bool a_i, bool b_j, int rank) : a_along_i(a_i), b_along_j(b_j), me(rank), ra{}, rb{} {}
+  KOKKOS_FORCEINLINE_FUNCTION GemmSlice(bool a_i, bool b_j, bool a_r, bool b_r, int rank)
+      : a_along_i(a_i), b_along_j(b_j), a_runs(has_runs && a_r), b_runs(has_runs && b_r), me(rank), ra{}, rb{} {}
+
+  /// Run e < KC * BM / V of the A slice starts at a(i, kk), run e < KC * BN / V of B at b(kk, j).
+  KOKKOS_FORCEINLINE_FUNCTION void a_run_at(int e, int& i, int& kk) const {
+    i = a_along_i ? e % (BM / V) * V : e / (KC / V);
+    kk = a_along_i ? e / (BM / V) : e % (KC / V) * V;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void b_run_at(int e, int& kk, int& j) const {
+    kk = b_along_j ? e / (BN / V) : e % (KC / V) * V;
+    j = b_along_j ? e % (BN / V) * V : e / (KC / V);
+  }
 
   /// Element e < KC * BM of the A slice is a(i, kk), e < KC * BN of the B slice b(kk, j).
   KOKKOS_FORCEINLINE_FUNCTION void a_at(int e, int& i, int& kk) const {
@@ -301,6 +331,75 @@ struct GemmSlice {
 
   template <class P>
   KOKKOS_FORCEINLINE_FUNCTION void fetch(const P& p, std::int64_t bt, std::int64_t m0, std::int64_t n0, std::int64_t k0) {
+    const bool whole_k = k0 + KC <= p.k;
+    a_now = a_runs && whole_k && m0 + BM <= p.m;
+    b_now = b_runs && whole_k && n0 + BN <= p.n;
+    if constexpr (has_runs) {
+      if (a_now) {
+        ROOFTOP_UNROLL
+        for (int s = 0; s < per_a / V; ++s) {
+          int i, kk;
+          a_run_at(me + threads * s, i, kk);
+          copy16(ra + s * V, p.a.address(bt, m0 + i, k0 + kk));
+        }
+      }
+      if (b_now) {
+        ROOFTOP_UNROLL
+        for (int s = 0; s < per_b / V; ++s) {
+          int kk, j;
+          b_run_at(me + threads * s, kk, j);
+          copy16(rb + s * V, p.b.address(bt, k0 + kk, n0 + j));
+        }
+      }
+    }
+    if (!a_now) fetch_elements_a(p, bt, m0, k0);
+    if (!b_now) fetch_elements_b(p, bt, n0, k0);
+  }
+
+  /// a(i, kk) to a[i * AI + kk * AK], b(kk, j) to b[kk * BK + j]. A run contiguous in scratch
+  /// (along i with AI = 1, along k with AK = 1, along j) goes in one 16-byte store: the other
+  /// stride a multiple of V, and a and b 16-byte aligned.
+  template <int AI, int AK, int BK>
+  KOKKOS_FORCEINLINE_FUNCTION void stash(T* a, T* b) const {
+    static_assert(!has_runs || ((AI == 1 || AI % V == 0) && (AK == 1 || AK % V == 0) && BK % V == 0),
+                  "gemm: scratch rows must keep runs 16-byte aligned");
+    if constexpr (has_runs) {
+      if (a_now) {
+        ROOFTOP_UNROLL
+        for (int s = 0; s < per_a / V; ++s) {
+          int i, kk;
+          a_run_at(me + threads * s, i, kk);
+          T* const to = a + i * AI + kk * AK;
+          if ((a_along_i ? AI : AK) == 1) {
+            copy16(to, ra + s * V);
+          } else {
+            ROOFTOP_UNROLL
+            for (int q = 0; q < V; ++q) to[q * (a_along_i ? AI : AK)] = ra[s * V + q];
+          }
+        }
+      }
+      if (b_now) {
+        ROOFTOP_UNROLL
+        for (int s = 0; s < per_b / V; ++s) {
+          int kk, j;
+          b_run_at(me + threads * s, kk, j);
+          T* const to = b + kk * BK + j;
+          if (b_along_j) {
+            copy16(to, rb + s * V);
+          } else {
+            ROOFTOP_UNROLL
+            for (int q = 0; q < V; ++q) to[q * BK] = rb[s * V + q];
+          }
+        }
+      }
+    }
+    if (!a_now) stash_elements_a(a, AI, AK);
+    if (!b_now) stash_elements_b(b, BK);
+  }
+
+ private:
+  template <class P>
+  KOKKOS_FORCEINLINE_FUNCTION void fetch_elements_a(const P& p, std::int64_t bt, std::int64_t m0, std::int64_t k0) {
     ROOFTOP_UNROLL
     for (int s = 0; s < per_a; ++s) {
       int i, kk;
@@ -308,6 +407,9 @@ struct GemmSlice {
       a_at(e, i, kk);
       ra[s] = e < KC * BM && m0 + i < p.m && k0 + kk < p.k ? static_cast<T>(p.a.element(bt, m0 + i, k0 + kk)) : T(0.0f);
     }
+  }
+  template <class P>
+  KOKKOS_FORCEINLINE_FUNCTION void fetch_elements_b(const P& p, std::int64_t bt, std::int64_t n0, std::int64_t k0) {
     ROOFTOP_UNROLL
     for (int s = 0; s < per_b; ++s) {
       int kk, j;
@@ -317,8 +419,7 @@ struct GemmSlice {
     }
   }
 
-  /// a(i, kk) to a[i * a_i + kk * a_k], b(kk, j) to b[kk * b_k + j].
-  KOKKOS_FORCEINLINE_FUNCTION void stash(T* a, int a_i, int a_k, T* b, int b_k) const {
+  KOKKOS_FORCEINLINE_FUNCTION void stash_elements_a(T* a, int a_i, int a_k) const {
     ROOFTOP_UNROLL
     for (int s = 0; s < per_a; ++s) {
       int i, kk;
@@ -326,6 +427,8 @@ struct GemmSlice {
       a_at(e, i, kk);
       if (e < KC * BM) a[i * a_i + kk * a_k] = ra[s];
     }
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void stash_elements_b(T* b, int b_k) const {
     ROOFTOP_UNROLL
     for (int s = 0; s < per_b; ++s) {
       int kk, j;
@@ -353,14 +456,16 @@ void gemm_gpu(const Exec& exec, const P& p) {
   const std::size_t scratch = 2 * tile * sizeof(Acc) + align;
   const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, threads).set_scratch_size(0, Kokkos::PerTeam(scratch));
   const bool a_along_i = p.a.stride_i() == 1, b_along_j = p.b.stride_k() == 1;
+  using Slice = GemmSlice<Acc, BM, BN, KC, threads>;
+  const bool a_runs = p.a.runs_of(Slice::V, a_along_i), b_runs = p.b.runs_of(Slice::V, !b_along_j);
   Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     const std::int64_t t = team.league_rank(), bt = t / (tiles_m * tiles_n);
     const std::int64_t m0 = t / tiles_n % tiles_m * BM, n0 = t % tiles_n * BN;
     const int me = team.team_rank(), ty = me / TX, tx = me % TX;
     Acc* const as = in_shared(static_cast<Acc*>(team.team_scratch(0).get_shmem_aligned(2 * tile * sizeof(Acc), align)));
     // Buffer buf holds a(i, kk) at kk * LA + i and b(kk, j) at kk * LB + j.
-    GemmSlice<Acc, BM, BN, KC, threads> slice(a_along_i, b_along_j, me);
-    auto stash = [&](const int buf) { slice.stash(as + buf * tile, 1, LA, as + buf * tile + KC * LA, LB); };
+    Slice slice(a_along_i, b_along_j, a_runs, b_runs, me);
+    auto stash = [&](const int buf) { slice.template stash<1, LA, LB>(as + buf * tile, as + buf * tile + KC * LA); };
     Acc acc[MR][NR];
     ROOFTOP_UNROLL
     for (int i = 0; i < MR; ++i) {
@@ -434,6 +539,8 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
   const std::int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, slices = (p.k + KC - 1) / KC;
   const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, threads).set_scratch_size(0, Kokkos::PerTeam(bytes + align));
   const bool a_along_i = p.a.stride_i() == 1, b_along_j = p.b.stride_k() == 1;
+  using Slice = GemmSlice<T, BM, BN, KC, threads>;
+  const bool a_runs = p.a.runs_of(Slice::V, a_along_i), b_runs = p.b.runs_of(Slice::V, !b_along_j);
   Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     const std::int64_t t = team.league_rank(), bt = t / (tiles_m * tiles_n);
     const std::int64_t m0 = t / tiles_n % tiles_m * BM, n0 = t % tiles_n * BN;
@@ -445,8 +552,8 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
     void* const base = team.team_scratch(0).get_shmem_aligned(bytes, align);
     T* const ts = in_shared(static_cast<T*>(base));
     // Buffer buf holds a(i, kk) at i * LA + kk and b(kk, j) at kk * LB + j.
-    GemmSlice<T, BM, BN, KC, threads> slice(a_along_i, b_along_j, me);
-    auto stash = [&](const int buf) { slice.stash(ts + buf * tile, LA, 1, ts + buf * tile + BM * LA, LB); };
+    Slice slice(a_along_i, b_along_j, a_runs, b_runs, me);
+    auto stash = [&](const int buf) { slice.template stash<LA, 1, LB>(ts + buf * tile, ts + buf * tile + BM * LA); };
     typename Units::C acc[FM][FN];
     ROOFTOP_UNROLL
     for (int f = 0; f < FM; ++f) {

@@ -73,7 +73,8 @@ void check_gemm(Trans ta, const A& a, Trans tb, const B& b, const C& c, double a
 }
 
 const std::vector<std::array<std::int64_t, 3>> shapes = {
-    {1, 1, 1}, {13, 7, 29}, {97, 130, 300}, {200, 3, 5}, {3, 200, 513}, {0, 5, 3}, {5, 0, 3}, {6, 17, 0}};
+    {1, 1, 1}, {13, 7, 29}, {97, 130, 300}, {200, 3, 5}, {3, 200, 513}, {0, 5, 3}, {5, 0, 3}, {6, 17, 0},
+    {40, 48, 64}};  // (the last: rows of 16 bytes' multiples, so the GPU drivers load whole tiles in 16-byte runs)
 
 /// Small tiles for running the GPU driver on the host: 1 x 1 teams (and 1 x 2 and 2 x 1, if
 /// the backend allows teams of two threads) with blocks that do not divide the test sizes, in
@@ -86,6 +87,10 @@ struct PairTiles {
 };
 struct RunTiles {
   static constexpr int ty = 2, tx = 1, mr = 4, nr = 6, kc = 5, vec = 2, min_teams = 1;
+};
+/// One thread whose tiles split into 16-byte runs of fp32 and fp64 (GemmSlice::has_runs).
+struct VectorTiles {
+  static constexpr int ty = 1, tx = 1, mr = 4, nr = 8, kc = 8, vec = 4, min_teams = 1;
 };
 
 /// f(ta, a, tb, b, m, n) for every shape and both ops of A and B: fresh random A of layout LA
@@ -184,18 +189,21 @@ struct WarpsAcross {
 };
 
 /// run(tiles, ta, a, tb, b, c, alpha, beta) (a driver with its tiles) over every case: the
-/// first tiles with beta = 0 and C poisoned, the other two (teams of two threads on the host,
-/// where the backend allows them) with beta != 0 and a LayoutRight and a LayoutLeft C. Every
-/// op: the drivers' loads run along i or k of op(A) and j or k of op(B), whichever is
-/// contiguous in memory.
-template <class T, class Run, class First, class Second, class Third>
-void check_driver(const Run& run, First first, Second second, Third third) {
+/// first tiles (one thread) with beta = 0 and C poisoned, and in 16-byte runs where the
+/// tiles allow (`runs`); the other two (teams of two threads on the host, where the backend
+/// allows them) with beta != 0 and a LayoutRight and a LayoutLeft C. Every op: the drivers'
+/// loads run along i or k of op(A) and j or k of op(B), whichever is contiguous in memory.
+template <class T, class Run, class First, class Second, class Third, class Runs>
+void check_driver(const Run& run, First first, Second second, Third third, Runs runs) {
   const bool pairs = test::max_team_size() >= 2;
   for_each_case<T, Kokkos::LayoutRight, Kokkos::LayoutRight>(
       [&](Trans ta, const auto& a, Trans tb, const auto& b, std::int64_t m, std::int64_t n) {
         Mat<T, Kokkos::LayoutRight> c("c", m, n);
         fill_nan(Exec(), test::flat(c));
         check_gemm(ta, a, tb, b, c, 1.0, 0.0, [&] { run(first, ta, a, tb, b, c, 1, 0); });
+        Mat<T, Kokkos::LayoutRight> c1("c", m, n);
+        fill_nan(Exec(), test::flat(c1));
+        check_gemm(ta, a, tb, b, c1, 1.0, 0.0, [&] { run(runs, ta, a, tb, b, c1, 1, 0); });
         if (pairs) {
           auto c2 = random_mat<T, Kokkos::LayoutRight>(m, n);
           check_gemm(ta, a, tb, b, c2, 2.0, 0.5, [&] { run(second, ta, a, tb, b, c2, 2, 0.5); });
@@ -211,7 +219,7 @@ TEST_CASE_TEMPLATE("gemm's GPU driver (register-blocked teams) on this backend",
         detail::gemm_checked(Exec(), ta, a, tb, b, c, alpha, beta,
                              [](const Exec& e, const auto& p) { detail::gemm_gpu<decltype(tiles)>(e, p); });
       },
-      TinyTiles{}, PairTiles{}, RunTiles{});
+      TinyTiles{}, PairTiles{}, RunTiles{}, VectorTiles{});
 }
 
 TEST_CASE_TEMPLATE("gemm's matrix-unit driver (tensor-core tiles; emulated off GPUs) on this backend", T, rooftop::bf16,
@@ -220,7 +228,7 @@ TEST_CASE_TEMPLATE("gemm's matrix-unit driver (tensor-core tiles; emulated off G
     detail::gemm_checked(Exec(), ta, a, tb, b, c, alpha, beta,
                          [](const Exec& e, const auto& p) { detail::gemm_matrix_units<decltype(tiles)>(e, p); });
   };
-  check_driver<T>(run, OneTile{}, WarpsDown{}, WarpsAcross{});
+  check_driver<T>(run, OneTile{}, WarpsDown{}, WarpsAcross{}, OneTile{});
   // An fp32 C, batched, with one tile per team, and with the library's own tiles (what gemm
   // runs on GPUs) where the backend runs their teams (on the host, 8 threads).
   const std::int64_t batch = 2, m = 130, n = 129, k = 70;
