@@ -109,6 +109,8 @@ struct GemmOperand {
       return trans ? &x(k, i) : &x(i, k);
     }
   }
+  /// op(X)^T: element (k, i) of it is element (i, k) of op(X).
+  KOKKOS_INLINE_FUNCTION GemmOperand transposed() const { return GemmOperand{x, !trans}; }
   std::int64_t stride_i() const { return static_cast<std::int64_t>(x.stride(View::rank - (trans ? 1 : 2))); }
   std::int64_t stride_k() const { return static_cast<std::int64_t>(x.stride(View::rank - (trans ? 2 : 1))); }
   std::int64_t rows() const { return static_cast<std::int64_t>(x.extent(View::rank - (trans ? 1 : 2))); }
@@ -282,162 +284,159 @@ KOKKOS_FORCEINLINE_FUNCTION void load_run(const Acc* in, Acc* out) {
   }
 }
 
-/// One K slice of op(A) (BM x KC) and op(B) (KC x BN) on its way from memory into team
-/// scratch, as the GPU drivers load it: thread `me` of `threads` holds elements me + threads *
-/// s of each in registers, as T (the accumulation type, or the inputs' own type for the matrix
-/// units), from fetch (the slice at k0, 0 outside op(A) and op(B)) to stash (into scratch).
-/// Consecutive threads take consecutive elements along whichever dimension of each tile is
-/// contiguous in memory, i of op(A) and j of op(B) where possible, else k: coalesced loads.
+/// One operand's R x KC tile of a K slice (rows r of op(A), or of op(B)^T) on its way from
+/// memory into team scratch, as the GPU drivers load it: thread `me` of `threads` holds
+/// elements me + threads * s in registers, as T (the accumulation type, or the inputs' own
+/// type for the matrix units), from fetch (0 outside the operand) to stash. Consecutive
+/// threads take consecutive elements along whichever dimension is contiguous in memory, r
+/// where possible (`along_r`), else k: coalesced loads.
 ///
-/// Where an operand's runs along that dimension are 16-byte aligned (GemmOperand::runs_of: the
-/// operand stored as T), the slice lies wholly inside op(A) or op(B) and the tiles split
-/// evenly into runs of V = 16 / sizeof(T) over the threads, each thread loads whole runs
-/// instead (run e: V consecutive elements), one 16-byte load each, and stores a run 16 bytes
-/// at once where it is contiguous in scratch too.
+/// Where the operand's runs along that dimension are 16-byte aligned (GemmOperand::runs_of: it
+/// is stored as T), the tile lies wholly inside the operand and splits evenly into runs of V =
+/// 16 / sizeof(T) over the threads, each thread loads whole runs instead (V consecutive
+/// elements, one 16-byte load each), and stores a run at once where it is contiguous in scratch.
+template <class T, int R, int KC, int threads>
+struct GemmTileLoad {
+  static constexpr int per = (KC * R + threads - 1) / threads, V = 16 / sizeof(T);
+  static constexpr bool has_runs = V > 1 && R % V == 0 && KC % V == 0 && (KC * R) % (V * threads) == 0;
+  bool along_r, runs;
+  bool now = false;  // the tile in registers was fetched in runs
+  int me;
+  alignas(16) T regs[per];
+
+  KOKKOS_FORCEINLINE_FUNCTION GemmTileLoad(bool along, bool aligned_runs, int rank)
+      : along_r(along), runs(has_runs && aligned_runs), me(rank), regs{} {}
+
+  /// Element e < KC * R is (r, kk); run e < KC * R / V starts at (r, kk).
+  KOKKOS_FORCEINLINE_FUNCTION void at(int e, int& r, int& kk) const {
+    r = along_r ? e % R : e / KC;
+    kk = along_r ? e / R : e % KC;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void run_at(int e, int& r, int& kk) const {
+    r = along_r ? e % (R / V) * V : e / (KC / V);
+    kk = along_r ? e / (R / V) : e % (KC / V) * V;
+  }
+  /// f(s, e, r, kk) for this thread's elements (s: register, e: element), or f(s, r, kk) for
+  /// its runs (registers s V to s V + V - 1).
+  template <class F>
+  KOKKOS_FORCEINLINE_FUNCTION void each_element(const F& f) const {
+    ROOFTOP_UNROLL
+    for (int s = 0; s < per; ++s) {
+      int r, kk;
+      const int e = me + threads * s;
+      at(e, r, kk);
+      f(s, e, r, kk);
+    }
+  }
+  template <class F>
+  KOKKOS_FORCEINLINE_FUNCTION void each_run(const F& f) const {
+    ROOFTOP_UNROLL
+    for (int s = 0; s < per / V; ++s) {
+      int r, kk;
+      run_at(me + threads * s, r, kk);
+      f(s, r, kk);
+    }
+  }
+
+  /// The tile at (r0, k0) of op (a GemmOperand, or one transposed) of batch bt, whose rows
+  /// past `rows` and columns past `cols` are 0.
+  template <class Op>
+  KOKKOS_FORCEINLINE_FUNCTION void fetch(const Op& op, std::int64_t bt, std::int64_t r0, std::int64_t k0, std::int64_t rows,
+                                         std::int64_t cols) {
+    now = runs && r0 + R <= rows && k0 + KC <= cols;
+    if constexpr (has_runs) {
+      if (now) {
+        each_run([&](const int s, const int r, const int kk) { copy16(regs + s * V, op.address(bt, r0 + r, k0 + kk)); });
+        return;
+      }
+    }
+    each_element([&](const int s, const int e, const int r, const int kk) {
+      regs[s] = e < KC * R && r0 + r < rows && k0 + kk < cols ? static_cast<T>(op.element(bt, r0 + r, k0 + kk)) : T(0.0f);
+    });
+  }
+
+  /// Element (r, kk) to to[r * SR + kk * SK]; a run contiguous in scratch too (SR = 1 along
+  /// r, SK = 1 along k) in one 16-byte store: the other stride a multiple of V, `to` 16-byte
+  /// aligned.
+  template <int SR, int SK>
+  KOKKOS_FORCEINLINE_FUNCTION void stash(T* to) const {
+    static_assert(!has_runs || ((SR == 1 || SR % V == 0) && (SK == 1 || SK % V == 0)), "gemm: scratch rows must keep runs 16-byte aligned");
+    if constexpr (has_runs) {
+      if (now) {
+        each_run([&](const int s, const int r, const int kk) {
+          T* const run = to + r * SR + kk * SK;
+          if ((along_r ? SR : SK) == 1) {
+            copy16(run, regs + s * V);
+          } else {
+            ROOFTOP_UNROLL
+            for (int q = 0; q < V; ++q) run[q * (along_r ? SR : SK)] = regs[s * V + q];
+          }
+        });
+        return;
+      }
+    }
+    each_element([&](const int s, const int e, const int r, const int kk) {
+      if (e < KC * R) to[r * SR + kk * SK] = regs[s];
+    });
+  }
+};
+
+/// One K slice of op(A) (BM x KC) and op(B) (KC x BN), loaded as GemmTileLoad tiles: op(A)'s
+/// rows i, and op(B)'s columns j as the rows of op(B)^T.
 template <class T, int BM, int BN, int KC, int threads>
 struct GemmSlice {
-  static constexpr int per_a = (KC * BM + threads - 1) / threads, per_b = (KC * BN + threads - 1) / threads;
-  static constexpr int V = 16 / sizeof(T);
-  static constexpr bool has_runs = V > 1 && BM % V == 0 && BN % V == 0 && KC % V == 0 && (KC * BM) % (V * threads) == 0 &&
-                                   (KC * BN) % (V * threads) == 0;
-  bool a_along_i, b_along_j, a_runs, b_runs;
-  bool a_now = false, b_now = false;  // the slice in registers was fetched in runs
-  int me;
-  alignas(16) T ra[per_a];
-  alignas(16) T rb[per_b];
+  static constexpr int kc = KC, V = 16 / sizeof(T);
+  GemmTileLoad<T, BM, KC, threads> a;
+  GemmTileLoad<T, BN, KC, threads> b;
 
-  KOKKOS_FORCEINLINE_FUNCTION GemmSlice(bool a_i, bool b_j, bool a_r, bool b_r, int rank)
-      : a_along_i(a_i), b_along_j(b_j), a_runs(has_runs && a_r), b_runs(has_runs && b_r), me(rank), ra{}, rb{} {}
-
-  /// Run e < KC * BM / V of the A slice starts at a(i, kk), run e < KC * BN / V of B at b(kk, j).
-  KOKKOS_FORCEINLINE_FUNCTION void a_run_at(int e, int& i, int& kk) const {
-    i = a_along_i ? e % (BM / V) * V : e / (KC / V);
-    kk = a_along_i ? e / (BM / V) : e % (KC / V) * V;
-  }
-  KOKKOS_FORCEINLINE_FUNCTION void b_run_at(int e, int& kk, int& j) const {
-    kk = b_along_j ? e / (BN / V) : e % (KC / V) * V;
-    j = b_along_j ? e % (BN / V) * V : e / (KC / V);
+  /// How the operands load (on the host, once per call): the contiguous dimension of each
+  /// (i of op(A), j of op(B), else k) and whether its runs of V along it are aligned.
+  struct Plan {
+    bool a_along_i, b_along_j, a_runs, b_runs;
+  };
+  template <class P>
+  static Plan plan(const P& p) {
+    const bool a_along_i = p.a.stride_i() == 1, b_along_j = p.b.stride_k() == 1;
+    return {a_along_i, b_along_j, p.a.runs_of(V, a_along_i), p.b.transposed().runs_of(V, b_along_j)};
   }
 
-  /// Element e < KC * BM of the A slice is a(i, kk), e < KC * BN of the B slice b(kk, j).
-  KOKKOS_FORCEINLINE_FUNCTION void a_at(int e, int& i, int& kk) const {
-    i = a_along_i ? e % BM : e / KC;
-    kk = a_along_i ? e / BM : e % KC;
-  }
-  KOKKOS_FORCEINLINE_FUNCTION void b_at(int e, int& kk, int& j) const {
-    kk = b_along_j ? e / BN : e % KC;
-    j = b_along_j ? e % BN : e / KC;
-  }
+  KOKKOS_FORCEINLINE_FUNCTION GemmSlice(const Plan& plan, int rank)
+      : a(plan.a_along_i, plan.a_runs, rank), b(plan.b_along_j, plan.b_runs, rank) {}
 
   template <class P>
   KOKKOS_FORCEINLINE_FUNCTION void fetch(const P& p, std::int64_t bt, std::int64_t m0, std::int64_t n0, std::int64_t k0) {
-    const bool whole_k = k0 + KC <= p.k;
-    a_now = a_runs && whole_k && m0 + BM <= p.m;
-    b_now = b_runs && whole_k && n0 + BN <= p.n;
-    if constexpr (has_runs) {
-      if (a_now) {
-        ROOFTOP_UNROLL
-        for (int s = 0; s < per_a / V; ++s) {
-          int i, kk;
-          a_run_at(me + threads * s, i, kk);
-          copy16(ra + s * V, p.a.address(bt, m0 + i, k0 + kk));
-        }
-      }
-      if (b_now) {
-        ROOFTOP_UNROLL
-        for (int s = 0; s < per_b / V; ++s) {
-          int kk, j;
-          b_run_at(me + threads * s, kk, j);
-          copy16(rb + s * V, p.b.address(bt, k0 + kk, n0 + j));
-        }
-      }
-    }
-    if (!a_now) fetch_elements_a(p, bt, m0, k0);
-    if (!b_now) fetch_elements_b(p, bt, n0, k0);
+    a.fetch(p.a, bt, m0, k0, p.m, p.k);
+    b.fetch(p.b.transposed(), bt, n0, k0, p.n, p.k);
   }
-
-  /// a(i, kk) to a[i * AI + kk * AK], b(kk, j) to b[kk * BK + j]. A run contiguous in scratch
-  /// (along i with AI = 1, along k with AK = 1, along j) goes in one 16-byte store: the other
-  /// stride a multiple of V, and a and b 16-byte aligned.
+  /// a(i, kk) to as[i * AI + kk * AK], b(kk, j) to bs[kk * BK + j].
   template <int AI, int AK, int BK>
-  KOKKOS_FORCEINLINE_FUNCTION void stash(T* a, T* b) const {
-    static_assert(!has_runs || ((AI == 1 || AI % V == 0) && (AK == 1 || AK % V == 0) && BK % V == 0),
-                  "gemm: scratch rows must keep runs 16-byte aligned");
-    if constexpr (has_runs) {
-      if (a_now) {
-        ROOFTOP_UNROLL
-        for (int s = 0; s < per_a / V; ++s) {
-          int i, kk;
-          a_run_at(me + threads * s, i, kk);
-          T* const to = a + i * AI + kk * AK;
-          if ((a_along_i ? AI : AK) == 1) {
-            copy16(to, ra + s * V);
-          } else {
-            ROOFTOP_UNROLL
-            for (int q = 0; q < V; ++q) to[q * (a_along_i ? AI : AK)] = ra[s * V + q];
-          }
-        }
-      }
-      if (b_now) {
-        ROOFTOP_UNROLL
-        for (int s = 0; s < per_b / V; ++s) {
-          int kk, j;
-          b_run_at(me + threads * s, kk, j);
-          T* const to = b + kk * BK + j;
-          if (b_along_j) {
-            copy16(to, rb + s * V);
-          } else {
-            ROOFTOP_UNROLL
-            for (int q = 0; q < V; ++q) to[q * BK] = rb[s * V + q];
-          }
-        }
-      }
-    }
-    if (!a_now) stash_elements_a(a, AI, AK);
-    if (!b_now) stash_elements_b(b, BK);
-  }
-
- private:
-  template <class P>
-  KOKKOS_FORCEINLINE_FUNCTION void fetch_elements_a(const P& p, std::int64_t bt, std::int64_t m0, std::int64_t k0) {
-    ROOFTOP_UNROLL
-    for (int s = 0; s < per_a; ++s) {
-      int i, kk;
-      const int e = me + threads * s;
-      a_at(e, i, kk);
-      ra[s] = e < KC * BM && m0 + i < p.m && k0 + kk < p.k ? static_cast<T>(p.a.element(bt, m0 + i, k0 + kk)) : T(0.0f);
-    }
-  }
-  template <class P>
-  KOKKOS_FORCEINLINE_FUNCTION void fetch_elements_b(const P& p, std::int64_t bt, std::int64_t n0, std::int64_t k0) {
-    ROOFTOP_UNROLL
-    for (int s = 0; s < per_b; ++s) {
-      int kk, j;
-      const int e = me + threads * s;
-      b_at(e, kk, j);
-      rb[s] = e < KC * BN && n0 + j < p.n && k0 + kk < p.k ? static_cast<T>(p.b.element(bt, k0 + kk, n0 + j)) : T(0.0f);
-    }
-  }
-
-  KOKKOS_FORCEINLINE_FUNCTION void stash_elements_a(T* a, int a_i, int a_k) const {
-    ROOFTOP_UNROLL
-    for (int s = 0; s < per_a; ++s) {
-      int i, kk;
-      const int e = me + threads * s;
-      a_at(e, i, kk);
-      if (e < KC * BM) a[i * a_i + kk * a_k] = ra[s];
-    }
-  }
-  KOKKOS_FORCEINLINE_FUNCTION void stash_elements_b(T* b, int b_k) const {
-    ROOFTOP_UNROLL
-    for (int s = 0; s < per_b; ++s) {
-      int kk, j;
-      const int e = me + threads * s;
-      b_at(e, kk, j);
-      if (e < KC * BN) b[kk * b_k + j] = rb[s];
-    }
+  KOKKOS_FORCEINLINE_FUNCTION void stash(T* as, T* bs) const {
+    a.template stash<AI, AK>(as);
+    b.template stash<1, BK>(bs);
   }
 };
+
+/// The K loop of the GPU drivers over `slices` slices of K: slice s is computed from scratch
+/// buffer s & 1 (compute(buf)) while slice s + 1 is fetched into registers, then stashed into
+/// the other buffer (stash(buf)), which was last read before the previous barrier; one team
+/// barrier per slice.
+template <class Member, class Slice, class P, class Stash, class Compute>
+KOKKOS_FORCEINLINE_FUNCTION void gemm_slices(const Member& team, Slice& slice, const P& p, std::int64_t bt, std::int64_t m0,
+                                             std::int64_t n0, std::int64_t slices, const Stash& stash, const Compute& compute) {
+  if (slices > 0) {
+    slice.fetch(p, bt, m0, n0, 0);
+    stash(0);
+  }
+  team.team_barrier();
+  for (std::int64_t s = 0; s < slices; ++s) {
+    const int buf = static_cast<int>(s & 1);
+    const bool more = s + 1 < slices;
+    if (more) slice.fetch(p, bt, m0, n0, (s + 1) * Slice::kc);
+    compute(buf);
+    if (more) stash(buf ^ 1);
+    team.team_barrier();
+  }
+}
 
 /// GPU driver: TY x TX threads per team, each keeping its MR x NR block of C in registers (see
 /// file comment). Correct for any team shape, so the tests also run it on CPUs.
@@ -455,16 +454,15 @@ void gemm_gpu(const Exec& exec, const P& p) {
   const std::int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, slices = (p.k + KC - 1) / KC;
   const std::size_t scratch = 2 * tile * sizeof(Acc) + align;
   const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, threads).set_scratch_size(0, Kokkos::PerTeam(scratch));
-  const bool a_along_i = p.a.stride_i() == 1, b_along_j = p.b.stride_k() == 1;
   using Slice = GemmSlice<Acc, BM, BN, KC, threads>;
-  const bool a_runs = p.a.runs_of(Slice::V, a_along_i), b_runs = p.b.runs_of(Slice::V, !b_along_j);
+  const typename Slice::Plan plan = Slice::plan(p);
   Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     const std::int64_t t = team.league_rank(), bt = t / (tiles_m * tiles_n);
     const std::int64_t m0 = t / tiles_n % tiles_m * BM, n0 = t % tiles_n * BN;
     const int me = team.team_rank(), ty = me / TX, tx = me % TX;
     Acc* const as = in_shared(static_cast<Acc*>(team.team_scratch(0).get_shmem_aligned(2 * tile * sizeof(Acc), align)));
     // Buffer buf holds a(i, kk) at kk * LA + i and b(kk, j) at kk * LB + j.
-    Slice slice(a_along_i, b_along_j, a_runs, b_runs, me);
+    Slice slice(plan, me);
     auto stash = [&](const int buf) { slice.template stash<1, LA, LB>(as + buf * tile, as + buf * tile + KC * LA); };
     Acc acc[MR][NR];
     ROOFTOP_UNROLL
@@ -472,15 +470,7 @@ void gemm_gpu(const Exec& exec, const P& p) {
       ROOFTOP_UNROLL
       for (int j = 0; j < NR; ++j) acc[i][j] = Acc(0);
     }
-    if (slices > 0) {
-      slice.fetch(p, bt, m0, n0, 0);
-      stash(0);
-    }
-    team.team_barrier();
-    for (std::int64_t s = 0; s < slices; ++s) {
-      const int buf = static_cast<int>(s & 1);
-      const bool more = s + 1 < slices;
-      if (more) slice.fetch(p, bt, m0, n0, (s + 1) * KC);
+    gemm_slices(team, slice, p, bt, m0, n0, slices, stash, [&](const int buf) {
       const Acc* const a = as + buf * tile;
       const Acc* const b = a + KC * LA;
       // Rows of the slice past K are 0 in both tiles: the whole slice, a loop of fixed length.
@@ -497,10 +487,7 @@ void gemm_gpu(const Exec& exec, const P& p) {
           for (int j = 0; j < NR; ++j) acc[i][j] = compat::fma(ak[i], bk[j], acc[i][j]);
         }
       }
-      // The other buffer was last read before the previous barrier: free to refill.
-      if (more) stash(buf ^ 1);
-      team.team_barrier();
-    }
+    });
     ROOFTOP_UNROLL
     for (int i = 0; i < MR; ++i) {
       ROOFTOP_UNROLL
@@ -538,9 +525,8 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<threads, Tiles::min_teams>>;
   const std::int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, slices = (p.k + KC - 1) / KC;
   const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, threads).set_scratch_size(0, Kokkos::PerTeam(bytes + align));
-  const bool a_along_i = p.a.stride_i() == 1, b_along_j = p.b.stride_k() == 1;
   using Slice = GemmSlice<T, BM, BN, KC, threads>;
-  const bool a_runs = p.a.runs_of(Slice::V, a_along_i), b_runs = p.b.runs_of(Slice::V, !b_along_j);
+  const typename Slice::Plan plan = Slice::plan(p);
   Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     const std::int64_t t = team.league_rank(), bt = t / (tiles_m * tiles_n);
     const std::int64_t m0 = t / tiles_n % tiles_m * BM, n0 = t % tiles_n * BN;
@@ -552,7 +538,7 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
     void* const base = team.team_scratch(0).get_shmem_aligned(bytes, align);
     T* const ts = in_shared(static_cast<T*>(base));
     // Buffer buf holds a(i, kk) at i * LA + kk and b(kk, j) at kk * LB + j.
-    Slice slice(a_along_i, b_along_j, a_runs, b_runs, me);
+    Slice slice(plan, me);
     auto stash = [&](const int buf) { slice.template stash<LA, 1, LB>(ts + buf * tile, ts + buf * tile + BM * LA); };
     typename Units::C acc[FM][FN];
     ROOFTOP_UNROLL
@@ -560,15 +546,7 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
       ROOFTOP_UNROLL
       for (int g = 0; g < FN; ++g) Units::zero(acc[f][g]);
     }
-    if (slices > 0) {
-      slice.fetch(p, bt, m0, n0, 0);
-      stash(0);
-    }
-    team.team_barrier();
-    for (std::int64_t s = 0; s < slices; ++s) {
-      const int buf = static_cast<int>(s & 1);
-      const bool more = s + 1 < slices;
-      if (more) slice.fetch(p, bt, m0, n0, (s + 1) * KC);
+    gemm_slices(team, slice, p, bt, m0, n0, slices, stash, [&](const int buf) {
       if (computes) {
         const T* const a = ts + buf * tile + wm * FM * tm * LA;
         const T* const b = ts + buf * tile + BM * LA + wn * FN * tn;
@@ -588,10 +566,7 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
           }
         }
       }
-      // The other buffer was last read before the previous barrier: free to refill.
-      if (more) stash(buf ^ 1);
-      team.team_barrier();
-    }
+    });
     // Every buffer was last read before the last barrier: the scratch now stages C, tm x LS
     // floats per warp.
     if (computes) {
