@@ -356,10 +356,10 @@ std::map<std::string, double> measure_transfer_bandwidth(const Exec& exec, bool 
   return out;
 }
 
-/// Measures the FP32 and FP64 peaks (and the matrix units' where gemm uses them) into c, keeping the better of the new and any earlier
-/// value: the harness calls it before the sweep and after every round, as it does the
-/// bandwidth ceilings, so a core that was busy elsewhere during one measurement cannot leave a
-/// compute roof below what the ops then attain.
+/// Measures the FP32 and FP64 peaks (and the matrix units' where gemm uses them) into c,
+/// keeping the better of the new and any earlier value: the harness calls it before the sweep
+/// and after every round, as it does the bandwidth ceilings, so a core that was busy elsewhere
+/// during one measurement cannot leave a compute roof below what the ops then attain.
 template <class Exec>
 void measure_compute_peaks(const Exec& exec, Ceilings& c, bool quick, const std::function<void(const std::string&)>& progress) {
   progress("FP32 peak (FMA chains)");
