@@ -146,7 +146,7 @@ double measure_peak_gflops(const Exec& exec, bool quick) {
 template <class Exec, class T, int warps = 4>
 double run_matrix_chains(const Exec& exec, const Kokkos::View<float*, typename Exec::memory_space>& out, int iters) {
   using Units = detail::WarpMatrix<T>;
-  constexpr int chains = 4, lanes = detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>;
+  constexpr int chains = 4, lanes = detail::matrix_tile_lanes<Exec>;
   constexpr int tile = Units::m * Units::k + Units::k * Units::n, staged = warps * Units::m * Units::n;
   constexpr std::size_t bytes = tile * sizeof(T) + staged * sizeof(float), align = 128;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<warps * lanes, 1>>;

@@ -236,7 +236,8 @@ void attention_matrix_units(const Exec& exec, const Q& q, const K& k, const V& v
   static_assert(tm * lp * sizeof(T) <= s_floats * sizeof(float), "attention: a warp's probabilities fit its scores' bytes");
   constexpr std::size_t align = 128;
   constexpr std::size_t bytes = kv * sizeof(T) + W * (s_floats + o_floats + 3 * tm) * sizeof(float);
-  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<W * matrix_tile_lanes<ReductionShape<Exec, float>::gpu>, 1>>;
+  constexpr int threads = W * matrix_tile_lanes<Exec>;
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<threads, 1>>;
   using Member = typename Policy::member_type;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
   const auto heads = static_cast<std::int64_t>(q.extent(1)), seq_q = static_cast<std::int64_t>(q.extent(2)),
@@ -246,7 +247,6 @@ void attention_matrix_units(const Exec& exec, const Q& q, const K& k, const V& v
   // On GPUs in shared memory (level 0), which in_shared requires; the host's level 0 may be
   // smaller (32 KiB for OpenMP), and its level 1 is as good.
   constexpr bool gpu = ReductionShape<Exec, float>::gpu;
-  constexpr int threads = W * matrix_tile_lanes<gpu>;
   const bool fits = bytes + align <= static_cast<std::size_t>(Policy::scratch_size_max(0));
   ROOFTOP_REQUIRE(fits || !gpu, "attention", "the matrix-unit tiles take ", bytes + align,
                   " bytes of team scratch; this backend has ", Policy::scratch_size_max(0));

@@ -516,7 +516,7 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
   constexpr int tm = Units::m, tn = Units::n, tk = Units::k;
   static_assert(KC % tk == 0, "gemm: the matrix units' K slice must be whole tiles");
   constexpr int warps = WM * WN, BM = WM * FM * tm, BN = WN * FN * tn;
-  constexpr int threads = warps * matrix_tile_lanes<ReductionShape<Exec, float>::gpu>;
+  constexpr int threads = warps * matrix_tile_lanes<Exec>;
   // Scratch rows padded by 8 values (16 bytes): consecutive rows of a tile start in different
   // banks; every tile starts 32 bytes aligned (ld a multiple of 8 values, 16-row steps).
   constexpr int LA = KC + 8, LB = BN + 8, LS = tn + 4, tile = BM * LA + KC * LB;

@@ -133,7 +133,7 @@ void check_matrix_attention() {
   CAPTURE(D);
   CAPTURE(Matrix::warps);
   CAPTURE(Matrix::keys);
-  constexpr int lanes = detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>;
+  constexpr int lanes = detail::matrix_tile_lanes<Exec>;
   if (test::max_team_size() < Matrix::warps * lanes) return;  // (checked with fewer warps too)
   for (const bool causal : {false, true}) {
     for (const std::int64_t s : {1, 13, 69, 200}) run_and_check<T, D, Matrix>(Dims{2, 2, s, s, D}, 1.0f / std::sqrt(float(D)), causal);

@@ -187,6 +187,10 @@ struct WarpsDown {
 struct WarpsAcross {
   static constexpr int warps_m = 1, warps_n = 2, frags_m = 2, frags_n = 2, kc = 16, min_teams = 1;
 };
+/// One warp with 1 x 2 tiles and K slices of two: a second one-thread shape, in 16-byte runs.
+struct RunsTile {
+  static constexpr int warps_m = 1, warps_n = 1, frags_m = 1, frags_n = 2, kc = 32, min_teams = 1;
+};
 
 /// run(tiles, ta, a, tb, b, c, alpha, beta) (a driver with its tiles) over every case: the
 /// first tiles (one thread) with beta = 0 and C poisoned, and in 16-byte runs where the
@@ -228,7 +232,7 @@ TEST_CASE_TEMPLATE("gemm's matrix-unit driver (tensor-core tiles; emulated off G
     detail::gemm_checked(Exec(), ta, a, tb, b, c, alpha, beta,
                          [](const Exec& e, const auto& p) { detail::gemm_matrix_units<decltype(tiles)>(e, p); });
   };
-  check_driver<T>(run, OneTile{}, WarpsDown{}, WarpsAcross{}, OneTile{});
+  check_driver<T>(run, OneTile{}, WarpsDown{}, WarpsAcross{}, RunsTile{});
   // An fp32 C, batched, with one tile per team, and with the library's own tiles (what gemm
   // runs on GPUs) where the backend runs their teams (on the host, 8 threads).
   const std::int64_t batch = 2, m = 130, n = 129, k = 70;
@@ -243,7 +247,7 @@ TEST_CASE_TEMPLATE("gemm's matrix-unit driver (tensor-core tiles; emulated off G
   };
   batched(OneTile{});
   constexpr int warps = MatrixGemmTiles::warps_m * MatrixGemmTiles::warps_n;
-  if (test::max_team_size() >= warps * detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>) batched(MatrixGemmTiles{});
+  if (test::max_team_size() >= warps * detail::matrix_tile_lanes<Exec>) batched(MatrixGemmTiles{});
 }
 
 /// Runs the harness's matrix-unit peak kernel with teams of `warps` warps and checks what it
@@ -251,7 +255,7 @@ TEST_CASE_TEMPLATE("gemm's matrix-unit driver (tensor-core tiles; emulated off G
 /// 16 k + j; each warp's lanes together hold 4 chains x iters x A B and write the sum of it.
 template <class T, int warps>
 void check_matrix_chains() {
-  constexpr int lanes = detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>, teams = 3, iters = 5;
+  constexpr int lanes = detail::matrix_tile_lanes<Exec>, teams = 3, iters = 5;
   const auto value = [](int e) { return (e % 7 - 3) / 128.0; };
   double ab = 0;
   for (int i = 0; i < 16; ++i)
@@ -273,7 +277,7 @@ void check_matrix_chains() {
 
 TEST_CASE_TEMPLATE("the harness's matrix-unit peak kernel computes its chains of tile products", T, rooftop::bf16, rooftop::fp16) {
   check_matrix_chains<T, 1>();
-  constexpr int lanes = detail::matrix_tile_lanes<detail::ReductionShape<Exec, float>::gpu>;
+  constexpr int lanes = detail::matrix_tile_lanes<Exec>;
   if (test::max_team_size() >= 4 * lanes) check_matrix_chains<T, 4>();  // the harness's teams
 }
 

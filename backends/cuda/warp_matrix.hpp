@@ -14,6 +14,7 @@
 #pragma once
 
 #include "../../core/kokkos_compat.hpp"
+#include "../../core/reduction.hpp"
 #include "../../core/types.hpp"
 
 #include <cstdint>
@@ -59,8 +60,8 @@ KOKKOS_FORCEINLINE_FUNCTION void copy16(void* dst, const void* src) {
 /// Threads per matrix-unit tile a team of Exec is launched with: a warp on GPUs, one thread
 /// elsewhere. (Inside a kernel WarpMatrix<T>::lanes says what the code compiled for the device
 /// uses; it is 1 on GPUs older than compute capability 8.0, whose threads each emulate a tile.)
-template <bool gpu>
-inline constexpr int matrix_tile_lanes = gpu ? 32 : 1;
+template <class Exec>
+inline constexpr int matrix_tile_lanes = ReductionShape<Exec, float>::gpu ? 32 : 1;
 
 /// The matrix-unit operations on tiles of T (bf16 or fp16) with fp32 accumulators.
 template <class T>
