@@ -135,6 +135,44 @@ TEST_CASE_TEMPLATE("conversions inside a kernel match the host", T, rooftop::bf1
   }
 }
 
+TEST_CASE_TEMPLATE("conversions inside a kernel: every 2-byte pattern and the special floats", T, rooftop::bf16, rooftop::fp16) {
+  // On GPUs the conversions are the hardware's (core/types.hpp): every stored pattern must
+  // widen to the host's value (NaN to a NaN), and the floats at the edges (zeros, Inf, NaN
+  // with payloads and signs, float subnormals, the largest finite values, ties between two
+  // neighbours, the first values that round to Inf) must narrow to the host's bits.
+  std::vector<float> special = {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                                from_bits32(0x7fc00000u), from_bits32(0xffc00000u), from_bits32(0x7f800001u), from_bits32(0xff812345u),
+                                from_bits32(0x7fbfffffu), from_bits32(0x00000001u), from_bits32(0x807fffffu), from_bits32(0x00400000u),
+                                std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), std::numeric_limits<float>::min(),
+                                65504.0f, 65519.99f, 65520.0f, -65520.0f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, -0x1p-26f, 0x1p-14f,
+                                0x1.ffcp-15f, 1.0f + 0x1p-11f, 1.0f + 0x1p-8f, 1.0f + 0x3p-8f, 1.0f + 0x3p-11f, from_bits32(0x3f808000u),
+                                from_bits32(0x3f818000u), from_bits32(0x7f7f8000u), from_bits32(0x7f7f7fffu)};
+  const auto n_special = static_cast<std::int64_t>(special.size()), n_bits = std::int64_t{1} << 16;
+  Kokkos::View<float*, BackendMemory> in("in", n_special), widened("widened", n_bits);
+  Kokkos::View<T*, BackendMemory> narrowed("narrowed", n_special);
+  Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(special.data(), special.size()));
+  Kokkos::parallel_for(
+      "convert", Kokkos::RangePolicy<test::Exec>(0, n_bits), KOKKOS_LAMBDA(const std::int64_t i) {
+        widened(i) = float(T::from_bits(static_cast<std::uint16_t>(i)));
+        if (i < n_special) narrowed(i) = T(in(i));
+      });
+  auto h_widened = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), widened);
+  auto h_narrowed = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), narrowed);
+  for (std::int64_t i = 0; i < n_bits; ++i) {
+    const float want = T::from_bits(static_cast<std::uint16_t>(i));
+    CAPTURE(i);
+    if (std::isnan(want)) {
+      REQUIRE(std::isnan(h_widened(i)));
+    } else {
+      REQUIRE(std::memcmp(&h_widened(i), &want, 4) == 0);
+    }
+  }
+  for (std::int64_t i = 0; i < n_special; ++i) {
+    CAPTURE(special[i]);
+    REQUIRE(h_narrowed(i).bits == T(special[i]).bits);
+  }
+}
+
 TEST_CASE_TEMPLATE("one-value conversions on the host match the plain ones", T, rooftop::bf16, rooftop::fp16) {
   // cpu::to_compute (vpinsrw for bf16, F16C for fp16 where compiled for them): every 2-byte
   // pattern, through memory as spmv reads its values and x; NaN stays NaN.
