@@ -54,7 +54,7 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
               // somewhere new in the table, where the hardware prefetcher has to find it again
               // (scratch program, 2 threads, Zen 5 VM, rows from a 32000-row table, two
               // alternations, GB/s: fp32 dim 4096 39-65 -> 60-87, dim 768 33-51 -> 56-67, bf16
-              // dim 4096 34-55 -> 50-76; the harness gained less, see the README).
+              // dim 4096 34-55 -> 50-76; the harness gained less, see docs/measured/log.md).
               cpu::Prefetch next;
               if (r.row + 1 < rows) {
                 const std::int64_t next_id = ids(r.row + 1);

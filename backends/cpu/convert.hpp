@@ -9,7 +9,7 @@
 /// relu fp16 0.81 -> 0.105, bf16 0.33 -> 0.21; scale fp16 0.78 -> 0.06, bf16 0.29 -> 0.18;
 /// gelu fp16 1.71 -> 0.49, bf16 0.93 -> 0.71 (fp32, for scale: relu 0.12, gelu 0.47).
 /// Compiled for AVX-512, sixteen values at a time the same way (bf16 gelu 2^25 elements, 2
-/// threads on the Zen 5 VM: 20-21 -> 29-30 GB/s; fp16 23 -> 37-38; see the README), and
+/// threads on the Zen 5 VM: 20-21 -> 29-30 GB/s; fp16 23 -> 37-38; see docs/kernels.md), and
 /// bf16 narrowed by AVX512-BF16's vcvtneps2bf16 where the compiler targets it (2^25 elements,
 /// 2 threads, Zen 5 VM, three alternations, GB/s: relu 40-44 -> 60-70, dropout 33-36 ->
 /// 40-45, gelu 30 -> 33-34, bias_gelu_dropout 19.1-19.4 -> 20.4-20.9).
