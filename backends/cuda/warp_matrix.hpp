@@ -9,6 +9,11 @@
 ///   matrix-unit driver, the harness's matrix peak) run, and are tested, on every backend.
 /// Tiles are read from and written to team scratch (row-major, `ld` values apart, ld a
 /// multiple of 8 for bf16/fp16 and of 4 for floats, every tile's address 32-byte aligned).
+/// That is the CUDA C++ contract of load/store_matrix_sync. The PTX ISA's wmma.load/store asks
+/// more, each row aligned to the fragment's size: 32 bytes for fp16 A/B and fp32 C, which the
+/// kernels' 16-byte row padding does not give (the sm_90 code loads them with LDSM and
+/// LDS.64, which need 16 and 8); 16 bytes for bf16, whose loads here are that PTX. Not yet
+/// run on a GPU: the fp16 cases of test_gemm and test_attention are the check.
 /// `in_shared` gives a scratch pointer the shared address space, so the loads compile to
 /// shared-memory instructions instead of generic ones.
 #pragma once
