@@ -239,18 +239,8 @@ void gemm_cpu(const Exec& exec, const P& p) {
       // the harness's gemm (huge pages), twice: fp32 79-106 -> 125-133.
       constexpr int b_rows_ahead = 8;
       for (int kk = 0; kk < kc; ++kk) {
-        // (Tested outside the constexpr-if: nvcc's extended lambdas may not first capture a
-        // variable inside one.)
-        const bool prefetch_b = run_b && kk + b_rows_ahead < kc;
 #if !defined(__CUDA_ARCH__)
-        if constexpr (on_host<Exec>) {
-          if (prefetch_b) {
-            const char* const ahead = reinterpret_cast<const char*>(p.b.address(bt, k0 + kk + b_rows_ahead, n0));
-            for (std::size_t byte = 0; byte < nv * sizeof(typename P::B::value_type); byte += 64) cpu::prefetch_line(ahead + byte);
-          }
-        }
-#else
-        (void)prefetch_b;
+        if (run_b && kk + b_rows_ahead < kc) cpu::prefetch_run(p.b.address(bt, k0 + kk + b_rows_ahead, n0), nv);
 #endif
         for (int jr = 0; jr < (nv + NR - 1) / NR; ++jr) {
           Acc* dst = &bs(jr * NR * kc + kk * NR);

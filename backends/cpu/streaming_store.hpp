@@ -281,12 +281,18 @@ inline void keep_last(T* carry, const T* end, std::int64_t n) {
 /// Zen 5 VM when they miss the cache; see kernels/dropout.hpp's DropoutMask::Lanes.)
 inline constexpr std::int64_t prefetch_distance = 4096;
 
+/// Prefetches, into L2, the lines of the `count` elements from p on.
+template <class T>
+[[gnu::always_inline]] inline void prefetch_run(const T* p, std::int64_t count) {
+  const char* const from = reinterpret_cast<const char*>(p);
+  const std::int64_t bytes = count * static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t b = 0; b < bytes; b += 64) prefetch_line(from + b);
+}
+
 /// Prefetches, into L2, the lines of the `count` elements prefetch_distance bytes after p.
 template <class T>
 [[gnu::always_inline]] inline void prefetch_ahead(const T* p, std::int64_t count) {
-  const char* const from = reinterpret_cast<const char*>(p) + prefetch_distance;
-  const std::int64_t bytes = count * static_cast<std::int64_t>(sizeof(T));
-  for (std::int64_t b = 0; b < bytes; b += 64) prefetch_line(from + b);
+  prefetch_run(reinterpret_cast<const char*>(p) + prefetch_distance, count * static_cast<std::int64_t>(sizeof(T)));
 }
 
 /// Writes one contiguous run of T, from `dst` on, piece after piece: each piece's values go

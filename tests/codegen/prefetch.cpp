@@ -8,6 +8,10 @@ void prefetch_line_kept(const char* p) {
   asm volatile("# rooftop-check prefetch_line" ::: "memory");
   rooftop::cpu::prefetch_line(p);
 }
+void prefetch_run_kept(const float* p, long count) {
+  asm volatile("# rooftop-check prefetch_run" ::: "memory");
+  rooftop::cpu::prefetch_run(p, count);
+}
 void prefetch_ahead_kept(const float* p, long count) {
   asm volatile("# rooftop-check prefetch_ahead" ::: "memory");
   rooftop::cpu::prefetch_ahead(p, count);
