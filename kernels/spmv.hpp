@@ -138,31 +138,42 @@ void spmv_teams(const Exec& exec, std::int64_t rows, std::int64_t nnz, const Row
       });
 }
 
-/// spmv on a CPU: blocks of rows per work item.
+/// spmv on a CPU: blocks of rows per work item, two rows at a time (see spmv_row_pair).
 template <class Exec, class RowPtr, class ColIdx, class Values, class X, class Y, class C>
 void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, const ColIdx& col_idx, const Values& values,
                  const X& x, const Y& y, C a, C b, bool reads_y) {
   using T = typename Y::value_type;
+  using Index = typename ColIdx::value_type;
   using Shape = SpmvShape<Exec>;
   constexpr std::int64_t block = Shape::cpu_rows_per_block;
   // One line per row in each, ahead of the row's first entry (see SpmvShape); not for
   // 2-byte values, whose conversions bound the loop (bf16 3D Laplacian 175^3, the harness,
   // three alternations: 15.1-16.4 -> 13.5-13.9 GB/s with the prefetches; fp16 unchanged).
-  const bool prefetches = values.stride(0) == 1 && col_idx.stride(0) == 1 && sizeof(typename Values::value_type) >= 4;
+  const bool prefetches = sizeof(T) >= 4;
   const cpu::Prefetch values_ahead{prefetches ? reinterpret_cast<const char*>(values.data()) + Shape::cpu_values_ahead : nullptr,
-                                   static_cast<std::int64_t>(sizeof(typename Values::value_type))};
+                                   static_cast<std::int64_t>(sizeof(T))};
   const cpu::Prefetch col_idx_ahead{prefetches ? reinterpret_cast<const char*>(col_idx.data()) + Shape::cpu_col_idx_ahead : nullptr,
-                                    static_cast<std::int64_t>(sizeof(typename ColIdx::value_type))};
-  Kokkos::parallel_for(
-      "rooftop::spmv", Kokkos::RangePolicy<Exec>(exec, 0, (rows + block - 1) / block), KOKKOS_LAMBDA(const std::int64_t blk) {
-        const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
-        for (std::int64_t r = blk * block; r < last; ++r) {
-          const std::int64_t begin = row_ptr(r), end = row_ptr(r + 1);
-#if !defined(__CUDA_ARCH__)
-          values_ahead.line(begin * values_ahead.element_bytes);
-          col_idx_ahead.line(begin * col_idx_ahead.element_bytes);
-#endif
-          C sum = 0;
+                                    static_cast<std::int64_t>(sizeof(Index))};
+  // Csr's arrays are contiguous Views; x and y any rank-1 Views: unit strides known at
+  // compile time where they are contiguous (a stride multiplying every x index would lengthen
+  // each entry's chain from col_idx to x).
+  auto run = [&](auto unit) {
+    constexpr bool contiguous = decltype(unit)::value;
+    const Index* const rp = row_ptr.data();
+    const Index* const ci = col_idx.data();
+    const T* const v = values.data();
+    const T* const xp = x.data();
+    T* const yp = y.data();
+    const std::int64_t sx = contiguous ? 1 : static_cast<std::int64_t>(x.stride(0));
+    const std::int64_t sy = contiguous ? 1 : static_cast<std::int64_t>(y.stride(0));
+    Kokkos::parallel_for(
+        "rooftop::spmv", Kokkos::RangePolicy<Exec>(exec, 0, (rows + block - 1) / block), [=](const std::int64_t blk) {
+          // Everything the loop reads from the closure is in these locals: a store to y
+          // could otherwise alias the closure's a and b (floats, like y's fp32 elements),
+          // which GCC then reloaded after every row.
+          const C alpha = a, beta = b;
+          const bool beta_y = reads_y;
+          const cpu::Prefetch pv = values_ahead, pc = col_idx_ahead;
           // An FMA chain, not sum += product: GCC 12 turns the latter into AVX2 gathers and an
           // in-order vector reduction whose set-up costs more than a row of ~7 entries saves
           // (fp32 3D Laplacian: ~20% slower measured); the FMA chain stays scalar. bf16/fp16
@@ -170,15 +181,55 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
           // vcvtph2ps, where the plain conversion took a load, a shift or a move from an integer
           // register each; 3D Laplacian, 2 threads, Zen 5 VM, scratch program, two alternations,
           // GB/s: bf16 175^3 14.8-15.4 -> 21.8-23.9, 55^3 (in cache) 14.6-15.2 -> 22.0-24.0;
-          // fp16 55^3 20.7-20.8 -> 22.0-22.1). That beat gathering a run of rows' x into a buffer, converting and multiplying it
-          // in one vectorized loop, then summing each row's products (3D Laplacian 175^3, 2
-          // threads, Zen 5 VM, two alternations, GB/s: bf16 15.0-15.1 -> 15.7-15.9, fp16
-          // 10.3-10.4 -> 20.8-21.0).
-          for (std::int64_t e = begin; e < end; ++e)
-            sum = compat::fma(cpu::to_compute(values(e)), cpu::to_compute(x(col_idx(e))), sum);
-          y(r) = cpu::from_compute<T>(reads_y ? a * sum + b * cpu::to_compute(y(r)) : a * sum);
-        }
-      });
+          // fp16 55^3 20.7-20.8 -> 22.0-22.1). That beat gathering a run of rows' x into a
+          // buffer, converting and multiplying it in one vectorized loop, then summing each
+          // row's products (3D Laplacian 175^3, 2 threads, Zen 5 VM, two alternations, GB/s:
+          // bf16 15.0-15.1 -> 15.7-15.9, fp16 10.3-10.4 -> 20.8-21.0).
+          auto entry = [=](const std::int64_t e, const C sum) {
+            return compat::fma(cpu::to_compute(v[e]), cpu::to_compute(xp[ci[e] * sx]), sum);
+          };
+          auto store = [=](const std::int64_t r, const C sum) {
+            T& out = yp[r * sy];
+            out = cpu::from_compute<T>(beta_y ? alpha * sum + beta * cpu::to_compute(out) : alpha * sum);
+          };
+          auto prefetch = [=](const std::int64_t begin) {
+            pv.line(begin * static_cast<std::int64_t>(sizeof(T)));
+            pc.line(begin * static_cast<std::int64_t>(sizeof(Index)));
+          };
+          const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
+          std::int64_t r = blk * block;
+          // Two rows at a time, their FMA chains interleaved entry by entry over the length
+          // they share: each row's sum is one chain of FMAs (its latency, not the loads,
+          // bounded a row of ~7 entries), and two independent chains overlap where the
+          // out-of-order window alone overlapped rows too little.
+          for (; r + 1 < last; r += 2) {
+            const std::int64_t b0 = rp[r], b1 = rp[r + 1], e1 = rp[r + 2];
+            prefetch(b0);
+            prefetch(b1);
+            const std::int64_t shared = b1 - b0 < e1 - b1 ? b1 - b0 : e1 - b1;
+            C s0 = 0, s1 = 0;
+            for (std::int64_t q = 0; q < shared; ++q) {
+              s0 = entry(b0 + q, s0);
+              s1 = entry(b1 + q, s1);
+            }
+            for (std::int64_t e = b0 + shared; e < b1; ++e) s0 = entry(e, s0);
+            for (std::int64_t e = b1 + shared; e < e1; ++e) s1 = entry(e, s1);
+            store(r, s0);
+            store(r + 1, s1);
+          }
+          if (r < last) {
+            const std::int64_t b0 = rp[r], e0 = rp[r + 1];
+            C s0 = 0;
+            for (std::int64_t e = b0; e < e0; ++e) s0 = entry(e, s0);
+            store(r, s0);
+          }
+        });
+  };
+  if (x.stride(0) == 1 && y.stride(0) == 1) {
+    run(std::true_type{});
+  } else {
+    run(std::false_type{});
+  }
 }
 }  // namespace detail
 
