@@ -235,7 +235,8 @@ struct HostTranspose {
   }
 };
 
-/// CPU, where cpu::has_line_tiles<T> (AVX-512, every dtype) and the output is large with
+/// CPU, where cpu::has_line_tiles<T> (AVX-512, every dtype; AVX2, 2-byte types),
+/// cpu::line_tiles_pay says so, and the output is large with
 /// rows a whole number of cache lines apart from a line-aligned start: src's rows in groups of
 /// host_group_rows (one work item each), every group walked along its rows one line-tile
 /// column (e = 8 fp64, 16 fp32 or 32 two-byte columns) at a time, each e x e tile of it
@@ -299,7 +300,7 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
     const auto out_stride = static_cast<std::int64_t>(right ? out.stride(0) : out.stride(1));
     const bool down = streamed && ((out_stride * sizeof(T)) % 64 != 0 || reinterpret_cast<std::uintptr_t>(out.data()) % 64 != 0);
     if constexpr (cpu::has_line_tiles<T>) {
-      if (streamed && !down) {
+      if (streamed && !down && cpu::line_tiles_pay<T>(in_stride * static_cast<std::int64_t>(sizeof(T)))) {
         transpose_lines<Shape>(exec, in.data(), out.data(), src_rows, src_cols, in_stride, out_stride);
         return;
       }

@@ -40,14 +40,15 @@ void run(bool tiled, const In& in, const Out& out) {
 
 // Shapes: empty, single row/column, smaller than a tile, not a multiple of the tile or the host
 // block (fp64 32, fp32 64, 2-byte 128 elements), whole blocks, and ragged blocks on both edges.
-// Streamed with AVX-512, outputs whose rows are whole lines (64 x 128, 256 x 384 and 1056 x 1037
-// for every dtype; 1040 x 1037 for fp32 and fp64, 1000 x 3001 for fp64) take the line tiles
-// (transpose_lines): whole groups of rows, a last partial group, and columns past the last
-// whole tile.
+// Streamed with AVX-512 (with AVX2: 2-byte types), outputs whose rows are whole lines (64 x
+// 128, 256 x 384 and 1056 x 1037 for every dtype; 1040 x 1037 for fp32 and fp64, 1000 x 3001
+// for fp64) take the line tiles (transpose_lines): whole groups of rows, a last partial group,
+// and columns past the last whole tile. 64 x 2048: with AVX2, rows 4 KB apart (bf16, fp16)
+// take the blocks (cpu::line_tiles_pay).
 TEST_CASE_TEMPLATE("transpose: both kernels are exact", T, ROOFTOP_DTYPES) {
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
       {0, 7},     {7, 0},      {1, 1},       {1, 1000},    {1000, 1},    {13, 29},     {31, 33},
-      {65, 97},   {64, 128},   {256, 384},   {1000, 3001}, {1040, 1037}, {1037, 1040}, {1056, 1037}};
+      {65, 97},   {64, 128},   {256, 384},   {1000, 3001}, {1040, 1037}, {1037, 1040}, {1056, 1037}, {64, 2048}};
   for (const std::size_t threshold : test::store_thresholds) {
     test::StreamingThreshold stores(threshold);
     CAPTURE(threshold);
@@ -92,7 +93,8 @@ TEST_CASE_TEMPLATE("transpose: other layouts and strides", T, ROOFTOP_DTYPES) {
       require_transposed(padded, padded_out);
 
       // Output rows 320 elements apart (whole lines) from an aligned start: streamed with
-      // AVX-512, the line tiles, with rows (300 % 8, 16 and 32) and columns past the last tile.
+      // AVX-512 (with AVX2: 2-byte types), the line tiles, with rows (300 % 8, 16 and 32) and
+      // columns past the last tile.
       const auto lines_out = test::poisoned_matrix<T>(cols, 320);
       const auto lined_out = Kokkos::subview(lines_out, Kokkos::ALL, std::make_pair(std::int64_t{0}, rows));
       run(tiled, padded, lined_out);
