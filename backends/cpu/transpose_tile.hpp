@@ -163,10 +163,10 @@ inline constexpr bool has_line_tiles =
 /// Whether the line tiles (kernels/transpose.hpp's transpose_lines) are the faster transpose
 /// of T, where has_line_tiles<T>, for src rows `src_row_bytes` apart: always with AVX-512;
 /// with AVX2 (2-byte T) unless the rows are a multiple of 4 KB apart, where the lines a step
-/// reads fall into a few L2 sets. Zen 3 VM, 2 threads, scratch program, six alternations,
-/// GB/s against HostTranspose: bf16 8160 x 8160 22.9-26.6 -> 26.6-31.5, 8192 x 8192
-/// 17.9-20.6 -> 16.5-18.4; fp32 and fp64 (AVX2 line tiles of four 8 x 8 or 4 x 4 register
-/// tiles) within the noise at 4096, 5760 and 4096 x 4096.
+/// reads fall into a few L2 sets. Zen 3 VM, 2 threads, scratch program alternating with
+/// HostTranspose, GB/s: bf16 8160 x 8160 20.7-26.6 -> 25.4-33.3 (five alternations), 8192 x
+/// 8192 17.9-20.6 -> 16.5-18.4 (three); fp32 and fp64 (AVX2 line tiles of four 8 x 8 or 4 x 4
+/// register tiles, not kept) within the noise at 4096^2 and 5760^2.
 template <class T>
 inline bool line_tiles_pay(std::int64_t src_row_bytes) {
 #if defined(__AVX512F__)
