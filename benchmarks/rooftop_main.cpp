@@ -15,9 +15,12 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
+#include <unistd.h>
 
 using namespace rooftop;
 using namespace rooftop::harness;
@@ -121,6 +124,22 @@ std::string first_paragraph(const char* what) {
   s = s.substr(0, s.find("\n\n"));
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   return s;
+}
+
+/// Refuses an op instance whose compulsory bytes cannot fit in the host's memory before
+/// anything is allocated: each array an op touches counts at most twice in them (read and
+/// written), so at least half of them must fit, and its inputs and outputs are copied to the
+/// host for verification. (Kokkos 3.4 allocates a 4096^3 View of doubles with a span of 0
+/// and no error; the stencil's first fill then wrote past it: a segmentation fault.)
+void require_fits_in_memory(double compulsory_bytes) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+  if (memory > 0 && compulsory_bytes / 2 > memory) {
+    std::ostringstream msg;
+    msg << std::fixed << std::setprecision(1) << "cannot allocate: needs at least " << compulsory_bytes / 2 * 1e-9 << " GB (half of its " << compulsory_bytes * 1e-9
+        << " GB of compulsory bytes), more than the host's " << memory * 1e-9 << " GB of memory";
+    throw std::length_error(msg.str());
+  }
 }
 
 struct Options {
@@ -278,6 +297,7 @@ int run(Options opt) {
       char tag[48];
       std::snprintf(tag, sizeof tag, "[%zu/%zu]", k + 1, plan.size());
       try {
+        require_fits_in_memory(p.spec->cost(p.dtype, p.shape).bytes);
         OpInstance inst = p.spec->make(exec, p.dtype, p.shape, seed + round * plan.size() + k);
         Result r;
         r.op = p.spec->name;
@@ -367,7 +387,7 @@ int main(int argc, char** argv) {
         return "expected a positive whole number, got '" + v + "'";
       },
       "POSITIVE");
-  app.add_option("--sizes", opt.sizes, "Element counts to run instead of the working-set sweep")->delimiter(',')->check(positive);
+  app.add_option("--sizes", opt.sizes, "Sizes to run instead of the working-set sweep: n elements, an n^3 grid, an n x n matrix or a sequence of n, as fits the op")->delimiter(',')->check(positive);
   app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)");
   app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 2, 1 with --quick)")
       ->check(positive);
