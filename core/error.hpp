@@ -88,6 +88,17 @@ void require_same_shape(const char* op, const char* x_name, const X& x, const ch
   ROOFTOP_REQUIRE(same, op, x_name, " is ", shape_of(x), " but ", y_name, " is ", shape_of(y));
 }
 
+/// Precondition of `op` for a View of rank 3 or more: its span covers its elements. Kokkos 3.4
+/// keeps the extents of such Views in 32-bit integers where it sizes their memory: a
+/// LayoutRight View whose extents multiply to a multiple of 2^32 elements (2048^3,
+/// 64x32x32768x128) is created with a span of 0, no memory and no error, and a kernel would
+/// write past it.
+template <class V>
+void require_spans_elements(const char* op, const char* name, const V& v) {
+  ROOFTOP_REQUIRE(v.span() >= v.size(), op, name, " is ", shape_of(v), " but spans ", v.span(),
+                  " elements: its memory was sized in 32-bit arithmetic (Kokkos 3.4, Views of rank 3 and more)");
+}
+
 /// Offset in elements from a View's first element to its last (Views of this library have no
 /// negative strides); -1 for an empty View.
 template <class V>

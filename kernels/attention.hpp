@@ -432,6 +432,10 @@ std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& 
                 "attention: Q, K, V and O differ in value type");
   detail::require_same_shape("attention", "Q", q, "O", o);
   detail::require_same_shape("attention", "K", k, "V", v);
+  detail::require_spans_elements("attention", "Q", q);
+  detail::require_spans_elements("attention", "K", k);
+  detail::require_spans_elements("attention", "V", v);
+  detail::require_spans_elements("attention", "O", o);
   ROOFTOP_REQUIRE(q.extent(0) == k.extent(0) && q.extent(1) == k.extent(1) && q.extent(3) == k.extent(3), "attention",
                   "Q is ", shape_of(q), " but K is ", shape_of(k), " (batch, heads and head_dim must match)");
   ROOFTOP_REQUIRE(static_cast<std::int64_t>(q.extent(3)) <= attention_max_head_dim, "attention", "head_dim is ",

@@ -630,6 +630,9 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
     batch = static_cast<std::int64_t>(c.extent(0));
     ROOFTOP_REQUIRE(a.extent(0) == c.extent(0) && b.extent(0) == c.extent(0), "gemm", "batch extents differ: A is ",
                     shape_of(a), ", B is ", shape_of(b), ", C is ", shape_of(c));
+    detail::require_spans_elements("gemm", "A", a);
+    detail::require_spans_elements("gemm", "B", b);
+    detail::require_spans_elements("gemm", "C", c);
   }
   if (batch == 0 || m == 0 || n == 0) return;
   // K == 0 or alpha == 0: C = beta * C, as in BLAS, which then reads neither alpha (an Inf or

@@ -148,6 +148,8 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
   using C = compute_t<T>;
   static_assert(std::is_same_v<typename In::non_const_value_type, T>, "stencil: in and out differ in value type");
   detail::require_same_shape("stencil", "in", in, "out", out);
+  detail::require_spans_elements("stencil", "in", in);
+  detail::require_spans_elements("stencil", "out", out);
   ROOFTOP_REQUIRE(!detail::overlap(in, out), "stencil", "in and out overlap (both ", shape_of(in),
                   "); a Jacobi sweep needs a separate output");
   const auto nx = static_cast<std::int64_t>(in.extent(0)), ny = static_cast<std::int64_t>(in.extent(1)),

@@ -165,3 +165,20 @@ TEST_CASE("preconditions: stencil names the op and extents") {
   CHECK_THROWS_WITH_AS(rooftop::stencil(Exec(), in5, shifted, 0.5, 0.1),
                        "stencil: in and out overlap (both 4x5x5); a Jacobi sweep needs a separate output", rooftop::Error);
 }
+
+// Kokkos 3.4 sizes a 2048 x 2048 x 1024 LayoutRight View (2^32 elements) in 32-bit arithmetic:
+// a span of 0 and no memory, without an error. stencil refuses it rather than writing past it.
+// (A Kokkos that sizes it right would allocate 16 GB here: the test then checks nothing, and says
+// so, rather than touch them.)
+TEST_CASE("preconditions: stencil refuses a View whose memory was sized in 32 bits") {
+  const Grid<float> wrapped(Kokkos::view_alloc("wrapped", Kokkos::WithoutInitializing), 2048, 2048, 1024);
+  if (wrapped.span() >= wrapped.size()) {
+    MESSAGE("this Kokkos gives a 2048 x 2048 x 1024 View its whole span: nothing to refuse");
+    return;
+  }
+  const Grid<float> other(Kokkos::view_alloc("other", Kokkos::WithoutInitializing), 2048, 2048, 1024);
+  CHECK_THROWS_WITH_AS(rooftop::stencil(Exec(), wrapped, other, 0.5, 0.1),
+                       "stencil: in is 2048x2048x1024 but spans 0 elements: its memory was sized in 32-bit arithmetic "
+                       "(Kokkos 3.4, Views of rank 3 and more)",
+                       rooftop::Error);
+}
