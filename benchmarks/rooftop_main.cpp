@@ -136,8 +136,9 @@ void require_fits_in_memory(double compulsory_bytes) {
   const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
   if (memory > 0 && compulsory_bytes / 2 > memory) {
     std::ostringstream msg;
-    msg << std::fixed << std::setprecision(1) << "cannot allocate: needs at least " << compulsory_bytes / 2 * 1e-9 << " GB (half of its " << compulsory_bytes * 1e-9
-        << " GB of compulsory bytes), more than the host's " << memory * 1e-9 << " GB of memory";
+    msg << std::fixed << std::setprecision(1) << "cannot allocate: needs at least " << compulsory_bytes / 2 * 1e-9
+        << " GB (half of its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes), more than the host's "
+        << memory * 1e-9 << " GB of memory";
     throw std::length_error(msg.str());
   }
 }
@@ -387,7 +388,11 @@ int main(int argc, char** argv) {
         return "expected a positive whole number, got '" + v + "'";
       },
       "POSITIVE");
-  app.add_option("--sizes", opt.sizes, "Sizes to run instead of the working-set sweep: n elements, an n^3 grid, an n x n matrix or a sequence of n, as fits the op")->delimiter(',')->check(positive);
+  app.add_option("--sizes", opt.sizes,
+                 "Sizes to run instead of the working-set sweep: n elements, an n^3 grid, an n x n matrix or a "
+                 "sequence of n, as fits the op")
+      ->delimiter(',')
+      ->check(positive);
   app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)");
   app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 2, 1 with --quick)")
       ->check(positive);

@@ -90,8 +90,8 @@ void require_same_shape(const char* op, const char* x_name, const X& x, const ch
 
 /// Precondition of `op` for a View of rank 3 or more: its span covers its elements. Kokkos 3.4
 /// keeps the extents of such Views in 32-bit integers where it sizes their memory: a
-/// LayoutRight View whose extents multiply to a multiple of 2^32 elements (2048^3,
-/// 64x32x32768x128) is created with a span of 0, no memory and no error, and a kernel would
+/// LayoutRight View whose extents multiply to a multiple of 2^32 elements (2048x2048x1024,
+/// 64x32x16384x128) is created with a span of 0, no memory and no error, and a kernel would
 /// write past it.
 template <class V>
 void require_spans_elements(const char* op, const char* name, const V& v) {
