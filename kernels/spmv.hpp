@@ -193,8 +193,8 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
             out = cpu::from_compute<T>(beta_y ? alpha * sum + beta * cpu::to_compute(out) : alpha * sum);
           };
           auto prefetch = [=](const std::int64_t begin) {
-            pv.line(begin * static_cast<std::int64_t>(sizeof(T)));
-            pc.line(begin * static_cast<std::int64_t>(sizeof(Index)));
+            pv.line(begin * pv.element_bytes);
+            pc.line(begin * pc.element_bytes);
           };
           const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
           std::int64_t r = blk * block;
