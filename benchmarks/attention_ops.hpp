@@ -88,8 +88,8 @@ OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
   const std::int64_t b = s[0], h = s[1], seq = s[2], d = s[3];
   Tensor<T> q("rooftop::q", b, h, seq, d), k("rooftop::k", b, h, seq, d), v("rooftop::v", b, h, seq, d),
       o("rooftop::o", b, h, seq, d);
-  // Before the fills: Kokkos 3.4 may have given a tensor no memory (see require_spans_elements).
-  for (const auto* t : {&q, &k, &v, &o}) rooftop::detail::require_spans_elements("attention", "a tensor", *t);
+  // Before the fills: Kokkos 3.4 may have given a tensor no memory (see require_allocated).
+  for (const auto* t : {&q, &k, &v, &o}) rooftop::detail::require_allocated("attention", "a tensor", *t);
   fill_uniform(exec, flat(q), seed, -1, 1);
   fill_uniform(exec, flat(k), seed + 1, -1, 1);
   fill_uniform(exec, flat(v), seed + 2, -1, 1);

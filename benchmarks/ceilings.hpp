@@ -105,7 +105,7 @@ template <class Exec, class T>
 double run_fma_chains(const Exec& exec, const Kokkos::View<T*, typename Exec::memory_space>& out, int iters) {
   constexpr int chains = fma_chains<Exec, T>();
   Kokkos::parallel_for(
-      "rooftop::peak_fma", Kokkos::RangePolicy<Exec>(exec, 0, out.extent(0)), KOKKOS_LAMBDA(const std::int64_t i) {
+      "rooftop::peak_fma", compat::Range<Exec>(exec, 0, out.extent(0)), KOKKOS_LAMBDA(const std::int64_t i) {
         T acc[chains];
         for (int k = 0; k < chains; ++k) acc[k] = T(1) + T(1e-3) * T(k + i % 7);
         const T a = T(0.9999), b = T(1e-4);
@@ -319,7 +319,7 @@ double measure_launch_overhead_us(const Exec& exec) {
   const int launches = 2000;
   auto empty = [&] {
     for (int i = 0; i < launches; ++i)
-      Kokkos::parallel_for("rooftop::empty", Kokkos::RangePolicy<Exec>(exec, 0, 1), KOKKOS_LAMBDA(const std::int64_t) {});
+      Kokkos::parallel_for("rooftop::empty", compat::Range<Exec>(exec, 0, 1), KOKKOS_LAMBDA(const std::int64_t) {});
   };
   const Timing t = time_repeated(exec, empty, 1, 5, 0.05);
   return t.seconds_median / launches * 1e6;

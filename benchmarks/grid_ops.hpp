@@ -30,9 +30,9 @@ template <class T>
 OpInstance stencil_instance(const Exec& exec, const Shape& s, std::uint64_t seed) {
   const std::int64_t nx = s[0], ny = s[1], nz = s[2];
   Grid<T> in("rooftop::in", nx, ny, nz), out("rooftop::out", nx, ny, nz);
-  // Before the fills: Kokkos 3.4 may have given a grid no memory (see require_spans_elements).
-  rooftop::detail::require_spans_elements("stencil", "in", in);
-  rooftop::detail::require_spans_elements("stencil", "out", out);
+  // Before the fills: Kokkos 3.4 may have given a grid no memory (see require_allocated).
+  rooftop::detail::require_allocated("stencil", "in", in);
+  rooftop::detail::require_allocated("stencil", "out", out);
   fill_uniform(exec, flat(in), seed, -1, 1);
   fill_nan(exec, flat(out));
   OpInstance op;

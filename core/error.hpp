@@ -6,6 +6,7 @@
 #include "kokkos_compat.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -80,6 +81,15 @@ constexpr void mandate_output() {
   } while (false)
 
 namespace rooftop::detail {
+/// `count` teams as the int a Kokkos TeamPolicy takes. Throws rooftop::Error naming op where
+/// count exceeds it: narrowed, the launch would run count modulo 2^32 teams and leave the rest
+/// of the output unwritten, without an error.
+inline int league_size(const char* op, std::int64_t count) {
+  ROOFTOP_REQUIRE(count <= std::numeric_limits<int>::max(), op, "the work needs ", count, " teams, more than the ",
+                  std::numeric_limits<int>::max(), " one Kokkos launch takes");
+  return static_cast<int>(count);
+}
+
 /// Precondition of `op`: Views x and y have the same rank and extents.
 template <class X, class Y>
 void require_same_shape(const char* op, const char* x_name, const X& x, const char* y_name, const Y& y) {
@@ -88,15 +98,26 @@ void require_same_shape(const char* op, const char* x_name, const X& x, const ch
   ROOFTOP_REQUIRE(same, op, x_name, " is ", shape_of(x), " but ", y_name, " is ", shape_of(y));
 }
 
-/// Precondition of `op` for a View of rank 3 or more: its span covers its elements. Kokkos 3.4
-/// keeps the extents of such Views in 32-bit integers where it sizes their memory: a
-/// LayoutRight View whose extents multiply to a multiple of 2^32 elements (2048x2048x1024,
-/// 64x32x16384x128) is created with a span of 0, no memory and no error, and a kernel would
-/// write past it.
+/// Precondition of `op` for a View of rank 3 or more: it has memory. Kokkos 3.4 keeps the
+/// extents of such Views in 32-bit integers where it sizes their memory: a LayoutRight View
+/// whose extents multiply to a multiple of 2^32 elements (2048x2048x1024, 64x32x16384x128) is
+/// created with a span of 0, no memory and no error, and a kernel would write past it. (A span
+/// smaller than the element count but not 0 is a View whose elements share memory, such as a
+/// batch or head stride of 0: fine to read, see require_distinct_elements for outputs.)
 template <class V>
-void require_spans_elements(const char* op, const char* name, const V& v) {
-  ROOFTOP_REQUIRE(v.span() >= v.size(), op, name, " is ", shape_of(v), " but spans ", v.span(),
+void require_allocated(const char* op, const char* name, const V& v) {
+  ROOFTOP_REQUIRE(v.size() == 0 || v.span() > 0, op, name, " is ", shape_of(v), " but spans ", v.span(),
                   " elements: its memory was sized in 32-bit arithmetic (Kokkos 3.4, Views of rank 3 and more)");
+}
+
+/// Precondition of `op` for an output View: no two of its elements share memory, which a span
+/// smaller than the element count makes certain (a stride of 0, or strides that fold it onto
+/// itself). Parallel writes there would race.
+template <class V>
+void require_distinct_elements(const char* op, const char* name, const V& v) {
+  require_allocated(op, name, v);
+  ROOFTOP_REQUIRE(v.span() >= v.size(), op, name, " is ", shape_of(v), " but spans only ", v.span(),
+                  " elements: some of its elements share memory, and writes to them would race");
 }
 
 /// Offset in elements from a View's first element to its last (Views of this library have no

@@ -63,6 +63,13 @@ KOKKOS_FORCEINLINE_FUNCTION To bit_cast(const From& from) {
 #endif
 }
 
+/// A range policy over [begin, end) with 64-bit work indices. Kokkos' default index type is
+/// the execution space's size_type, which Kokkos 3.4 makes `unsigned int` for Kokkos::Cuda: a
+/// range of 2^32 or more work items would wrap, silently, to the first few. Every range in
+/// rooftop is one of these.
+template <class Exec>
+using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+
 /// "3.4.1", "5.2.2": the Kokkos version this translation unit was compiled against.
 inline std::string kokkos_version() {
   return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) +

@@ -12,6 +12,7 @@
 #include "../backends/cpu/convert.hpp"
 #include "../backends/cpu/stream_vectors.hpp"
 #include "../backends/cpu/streaming_store.hpp"
+#include "error.hpp"
 #include "reduction.hpp"
 
 #include <cstdint>
@@ -63,8 +64,8 @@ KOKKOS_INLINE_FUNCTION T* scratch_lines(const Space& space, std::int64_t count) 
 
 /// One work item per element of v (a rank-1 View).
 template <class Exec, class View>
-Kokkos::RangePolicy<Exec> elements(const Exec& exec, const View& v) {
-  return Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0));
+compat::Range<Exec> elements(const Exec& exec, const View& v) {
+  return compat::Range<Exec>(exec, 0, v.extent(0));
 }
 
 /// Whether Exec runs on the host and the host has streaming stores.
@@ -118,7 +119,7 @@ inline constexpr bool host_narrows = host_converts<Exec, T> && !std::is_same_v<s
 template <class T, bool streamed = true, class Exec, class Chunk>
 void for_each_chunk(const char* label, const Exec& exec, std::int64_t n, const Chunk& chunk) {
   constexpr std::int64_t size = 32768 / static_cast<std::int64_t>(sizeof(T));
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(exec, 0, (n + size - 1) / size), [=](const std::int64_t b) {
+  Kokkos::parallel_for(label, compat::Range<Exec>(exec, 0, (n + size - 1) / size), [=](const std::int64_t b) {
     chunk(b * size, n - b * size < size ? n : (b + 1) * size);
     if constexpr (streamed) cpu::stream_fence();
   });
@@ -396,7 +397,7 @@ void write_elements_gpu(const char* label, const Exec& exec, const Out& out, con
   constexpr int per_thread = gpu_elements_per_thread<T>;
   const auto n = static_cast<std::int64_t>(out.extent(0));
   const std::int64_t slots = (n + per_thread - 1) / per_thread;
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec>(exec, 0, slots), KOKKOS_LAMBDA(const std::int64_t s) {
+  Kokkos::parallel_for(label, compat::Range<Exec>(exec, 0, slots), KOKKOS_LAMBDA(const std::int64_t s) {
     V v[per_thread]{};
     for (int k = 0; k < per_thread; ++k)
       if (s + k * slots < n) v[k] = value(s + k * slots);
@@ -734,6 +735,7 @@ struct RowTeam {
       Kokkos::parallel_reduce(
           Kokkos::TeamThreadRange(member, n), [&](const std::int64_t j, Acc& part) { accumulate(part, j); },
           CombineReducer<Acc, Combine>(result, identity, combine));
+      member.team_barrier();  // before the next reduction may reuse Kokkos 3.4's result slot (see reduce_blocks_gpu)
       return result;
     } else {
       return fold_lanes_by<ReductionShape<Exec, Acc>::lanes>(0, n, identity, accumulate, combine);
@@ -745,12 +747,12 @@ struct RowTeam {
 /// the kernel's registers); on CPUs one thread per work item of plan.rows_per_item rows, with
 /// the plan's scratch.
 template <class Exec>
-typename RowTeam<Exec>::Policy row_policy(const Exec& exec, std::int64_t rows, const RowPlan& plan = {}) {
+typename RowTeam<Exec>::Policy row_policy(const char* label, const Exec& exec, std::int64_t rows, const RowPlan& plan = {}) {
   using Policy = typename RowTeam<Exec>::Policy;
   if constexpr (RowTeam<Exec>::gpu) {
-    return Policy(exec, rows, Kokkos::AUTO);
+    return Policy(exec, league_size(label, rows), Kokkos::AUTO);
   } else {
-    Policy policy(exec, (rows + plan.rows_per_item - 1) / plan.rows_per_item, 1);
+    Policy policy(exec, league_size(label, (rows + plan.rows_per_item - 1) / plan.rows_per_item), 1);
     if (plan.scratch_floats > 0) policy.set_scratch_size(0, Kokkos::PerTeam(scratch_lines_bytes<Exec, float>(plan.scratch_floats)));
     return policy;
   }
@@ -778,7 +780,7 @@ KOKKOS_INLINE_FUNCTION void for_rows_of_item(const typename RowTeam<Exec>::Membe
 template <class Exec, class Body>
 void for_each_row(const char* label, const Exec& exec, std::int64_t rows, const Body& body, const RowPlan& plan = {}) {
   using Member = typename RowTeam<Exec>::Member;
-  Kokkos::parallel_for(label, row_policy(exec, rows, plan),
+  Kokkos::parallel_for(label, row_policy(label, exec, rows, plan),
                        KOKKOS_LAMBDA(const Member& member) { for_rows_of_item<Exec>(member, rows, plan, body); });
 }
 

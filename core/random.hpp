@@ -29,7 +29,7 @@ template <class Exec, class View>
 void fill_uniform(const Exec& exec, const View& v, std::uint64_t seed, double lo, double hi) {
   using T = typename View::value_type;
   Kokkos::parallel_for(
-      "rooftop::fill_uniform", Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0)),
+      "rooftop::fill_uniform", compat::Range<Exec>(exec, 0, v.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(lo + (hi - lo) * uniform01(seed, i)); });
 }
 
@@ -40,7 +40,7 @@ void fill_integers(const Exec& exec, const View& v, std::uint64_t seed, int lo, 
   using T = typename View::value_type;
   const std::uint64_t span = static_cast<std::uint64_t>(hi - lo + 1);
   Kokkos::parallel_for(
-      "rooftop::fill_integers", Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0)),
+      "rooftop::fill_integers", compat::Range<Exec>(exec, 0, v.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(static_cast<float>(lo + static_cast<int>(hash64(seed, i) % span))); });
 }
 
@@ -49,7 +49,7 @@ template <class Exec, class View>
 void fill_nan(const Exec& exec, const View& v) {
   using T = typename View::value_type;
   Kokkos::parallel_for(
-      "rooftop::fill_nan", Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0)),
+      "rooftop::fill_nan", compat::Range<Exec>(exec, 0, v.extent(0)),
       KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(compat::bit_cast<float>(0x7fc00000u)); });
 }
 

@@ -10,7 +10,9 @@
 #include "math.hpp"
 #include "types.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -155,11 +157,46 @@ KOKKOS_INLINE_FUNCTION SumPair fold_lanes_pair(std::int64_t begin, std::int64_t 
   return {combine_lanes(a, Plus{}), combine_lanes(b, Plus{})};
 }
 
+/// Device memory kept from one GPU reduction to the next for reduce_blocks_gpu's partials, one
+/// per memory space: grown when a call needs more, released by Kokkos::finalize. Allocated per
+/// call, the partials cost a cudaMalloc and a cudaFree each time, and Kokkos 3.4 frees with
+/// cudaFree, which waits for every stream on the device, not only the caller's. Calls take it in
+/// turn (`lock`); each ends with a fence on its instance before it lets go, so the next may
+/// reuse the memory.
+template <class Memory>
+struct ReductionWorkspace {
+  static std::mutex& lock() {
+    static std::mutex m;
+    return m;
+  }
+  /// At least `count` values of Acc, valid until the next call; call with lock() held.
+  template <class Acc>
+  static Kokkos::View<Acc*, Memory, Kokkos::MemoryUnmanaged> get(std::int64_t count) {
+    static_assert(alignof(Acc) <= 16, "reduction partials: Kokkos aligns allocations to at least 16 bytes");
+    const auto bytes = static_cast<std::size_t>(count) * sizeof(Acc);
+    auto& held = memory();
+    if (held.extent(0) < bytes) {
+      if (!held.data()) Kokkos::push_finalize_hook([] { memory() = {}; });  // first allocation
+      held = {};
+      held = Kokkos::View<unsigned char*, Memory>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::reduction_workspace"),
+                                                  bytes);
+    }
+    using Partials = Kokkos::View<Acc*, Memory, Kokkos::MemoryUnmanaged>;
+    return Partials(reinterpret_cast<Acc*>(held.data()), static_cast<std::size_t>(count));
+  }
+
+ private:
+  static Kokkos::View<unsigned char*, Memory>& memory() {
+    static Kokkos::View<unsigned char*, Memory> held;
+    return held;
+  }
+};
+
 /// reduce_blocks on a GPU, in two kernels of team reductions (the mechanism RowTeam's row
 /// reductions use): teams of 256 threads fold contiguous spans of at least 2048 blocks (at most
-/// 1024 spans) into partials in device memory, each thread eight blocks a slot count apart
-/// before the team combines (their loads in flight together; a warp's stay consecutive), then
-/// one team folds the partials. The order is fixed for a given n. Kokkos 3.4's top-level
+/// 1024 spans) into partials in device memory (ReductionWorkspace), each thread eight blocks a
+/// slot count apart before the team combines (their loads in flight together; a warp's stay
+/// consecutive), then one team folds the partials. The order is fixed for a given n. Kokkos 3.4's top-level
 /// parallel_reduce with CombineReducer came out wrong on an H100 (a dot of one element 17
 /// times too large; team reductions with the same reducer were right). `team` threads per team
 /// (a test runs it on the host backends with the teams they allow).
@@ -172,8 +209,9 @@ Acc reduce_blocks_gpu(const char* label, const Exec& exec, std::int64_t n, Acc i
   constexpr std::int64_t max_spans = 1024;
   const std::int64_t span = ((n + max_spans - 1) / max_spans + team * per_slot - 1) / (team * per_slot) * (team * per_slot);
   const std::int64_t spans = (n + span - 1) / span;
-  Kokkos::View<Acc*, typename Exec::memory_space> partials(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::partials"),
-                                                           spans + 1);
+  using Workspace = ReductionWorkspace<typename Exec::memory_space>;
+  const std::lock_guard<std::mutex> hold(Workspace::lock());
+  const auto partials = Workspace::template get<Acc>(spans + 1);
   Kokkos::parallel_for(label, Policy(exec, spans, team), KOKKOS_LAMBDA(const Member& member) {
     const std::int64_t lo = static_cast<std::int64_t>(member.league_rank()) * span;
     const std::int64_t count = n - lo < span ? n - lo : span, slots = (count + per_slot - 1) / per_slot;
@@ -186,6 +224,11 @@ Acc reduce_blocks_gpu(const char* label, const Exec& exec, std::int64_t n, Acc i
         },
         CombineReducer<Acc, Combine>(result, identity, combine));
     Kokkos::single(Kokkos::PerTeam(member), [&] { partials(member.league_rank()) = result; });
+    // Kokkos 3.4's team reductions keep their result in one place in shared memory that the
+    // next reduction of the same type may overwrite before every thread has read it (fixed in
+    // Kokkos 4.0): where a block runs several teams in turn (Kokkos' serial-execution debug
+    // mode), the next team's reduction must wait for this one's readers.
+    member.team_barrier();
   });
   Kokkos::parallel_for(label, Policy(exec, 1, team), KOKKOS_LAMBDA(const Member& member) {
     Acc result = identity;
@@ -212,7 +255,7 @@ Acc reduce_blocks(const char* label, const Exec& exec, std::int64_t n, Acc ident
     return reduce_blocks_gpu(label, exec, n, identity, combine, fold);
   } else {
     Kokkos::parallel_reduce(
-        label, Kokkos::RangePolicy<Exec>(exec, 0, (n + block - 1) / block),
+        label, compat::Range<Exec>(exec, 0, (n + block - 1) / block),
         KOKKOS_LAMBDA(const std::int64_t b, Acc& update) {
           const std::int64_t begin = b * block;
           update = combine(update, fold(begin, begin + block < n ? begin + block : n));

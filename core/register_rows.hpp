@@ -76,6 +76,7 @@ struct RegisterRow {
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, member.team_size()), [&](const int, Acc& p) { p = combine(p, part); },
         CombineReducer<Acc, Combine>(result, identity, combine));
+    member.team_barrier();  // before the next reduction may reuse Kokkos 3.4's result slot (see reduce_blocks_gpu)
     return result;
   }
 
@@ -148,7 +149,7 @@ struct RegisterRows {
   static void start(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, int team, const Body& body) {
     const std::int64_t span = static_cast<std::int64_t>(team) * R;
     const Kernel<R, Body> kernel{body, cols, static_cast<int>(cols > span ? (cols + span - 1) / span : 1)};
-    if (rows > 0) Kokkos::parallel_for(label, Policy(exec, rows, team), kernel);
+    if (rows > 0) Kokkos::parallel_for(label, Policy(exec, league_size(label, rows), team), kernel);
   }
 };
 

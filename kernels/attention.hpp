@@ -243,7 +243,7 @@ void attention_matrix_units(const Exec& exec, const Q& q, const K& k, const V& v
   const auto heads = static_cast<std::int64_t>(q.extent(1)), seq_q = static_cast<std::int64_t>(q.extent(2)),
              seq_k = static_cast<std::int64_t>(k.extent(2));
   const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
-  const auto league = static_cast<int>(static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
+  const int league = detail::league_size("attention", static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
   // On GPUs in shared memory (level 0), which in_shared requires; the host's level 0 may be
   // smaller (32 KiB for OpenMP), and its level 1 is as good.
   constexpr bool gpu = ReductionShape<Exec, float>::gpu;
@@ -432,10 +432,10 @@ std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& 
                 "attention: Q, K, V and O differ in value type");
   detail::require_same_shape("attention", "Q", q, "O", o);
   detail::require_same_shape("attention", "K", k, "V", v);
-  detail::require_spans_elements("attention", "Q", q);
-  detail::require_spans_elements("attention", "K", k);
-  detail::require_spans_elements("attention", "V", v);
-  detail::require_spans_elements("attention", "O", o);
+  detail::require_allocated("attention", "Q", q);
+  detail::require_allocated("attention", "K", k);
+  detail::require_allocated("attention", "V", v);
+  detail::require_distinct_elements("attention", "O", o);
   ROOFTOP_REQUIRE(q.extent(0) == k.extent(0) && q.extent(1) == k.extent(1) && q.extent(3) == k.extent(3), "attention",
                   "Q is ", shape_of(q), " but K is ", shape_of(k), " (batch, heads and head_dim must match)");
   ROOFTOP_REQUIRE(static_cast<std::int64_t>(q.extent(3)) <= attention_max_head_dim, "attention", "head_dim is ",
@@ -461,7 +461,7 @@ std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& 
   const typename Tiles::Layout tile = Tiles::layout_for(d);
   const std::int64_t BQ = tile.block_q, dp = tile.dp;
   const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
-  const auto league = static_cast<int>(static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
+  const int league = detail::league_size("attention", static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
   const auto scratch_bytes = detail::scratch_lines_bytes<Exec, float>(tile.floats);
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
 

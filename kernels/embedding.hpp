@@ -44,7 +44,7 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
   // Streamed rows are copied straight from the table (no buffer) where its rows are contiguous.
   const bool table_rows_contiguous = dim > 0 && (dim == 1 || table.stride(1) == 1);
   Kokkos::parallel_reduce(
-      "rooftop::embedding", detail::row_policy(exec, rows, plan),
+      "rooftop::embedding", detail::row_policy("rooftop::embedding", exec, rows, plan),
       KOKKOS_LAMBDA(const Member& member, std::int64_t& bad) {
         detail::for_rows_of_item<Exec>(member, rows, plan, [&](const detail::RowTeam<Exec>& r) {
           const std::int64_t id = ids(r.row);

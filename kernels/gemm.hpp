@@ -190,7 +190,8 @@ void gemm_cpu(const Exec& exec, const P& p) {
   using Scratch = Kokkos::View<Acc*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   const std::int64_t tiles_m = (p.m + MC - 1) / MC, tiles_n = (p.n + NC - 1) / NC;
   const std::size_t scratch = scratch_lines_bytes<Exec, Acc>(MC * KC) + scratch_lines_bytes<Exec, Acc>(KC * NC) + scratch_lines_bytes<Exec, Acc>(MC * NC);
-  const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, 1).set_scratch_size(1, Kokkos::PerTeam(scratch));
+  const int league = league_size("gemm", p.batch * tiles_m * tiles_n);
+  const Policy policy = Policy(exec, league, 1).set_scratch_size(1, Kokkos::PerTeam(scratch));
   // Where A's rows run along k and B's along its columns in memory (LayoutRight, not
   // transposed), packing converts whole runs through pointers (convert_run): element by
   // element through the operand's layout and transpose test it cost more than the FMAs (n =
@@ -464,7 +465,8 @@ void gemm_gpu(const Exec& exec, const P& p) {
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<threads, Tiles::min_teams>>;
   const std::int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, slices = (p.k + KC - 1) / KC;
   const std::size_t scratch = 2 * tile * sizeof(Acc) + align;
-  const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, threads).set_scratch_size(0, Kokkos::PerTeam(scratch));
+  const int league = league_size("gemm", p.batch * tiles_m * tiles_n);
+  const Policy policy = Policy(exec, league, threads).set_scratch_size(0, Kokkos::PerTeam(scratch));
   using Slice = GemmSlice<Acc, BM, BN, KC, threads>;
   const typename Slice::Plan plan = Slice::plan(p);
   Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
@@ -535,7 +537,8 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
   constexpr std::size_t bytes = buffers > staging ? buffers : staging;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<threads, Tiles::min_teams>>;
   const std::int64_t tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, slices = (p.k + KC - 1) / KC;
-  const Policy policy = Policy(exec, p.batch * tiles_m * tiles_n, threads).set_scratch_size(0, Kokkos::PerTeam(bytes + align));
+  const int league = league_size("gemm", p.batch * tiles_m * tiles_n);
+  const Policy policy = Policy(exec, league, threads).set_scratch_size(0, Kokkos::PerTeam(bytes + align));
   using Slice = GemmSlice<T, BM, BN, KC, threads>;
   const typename Slice::Plan plan = Slice::plan(p);
   Kokkos::parallel_for("rooftop::gemm", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
@@ -630,9 +633,9 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
     batch = static_cast<std::int64_t>(c.extent(0));
     ROOFTOP_REQUIRE(a.extent(0) == c.extent(0) && b.extent(0) == c.extent(0), "gemm", "batch extents differ: A is ",
                     shape_of(a), ", B is ", shape_of(b), ", C is ", shape_of(c));
-    detail::require_spans_elements("gemm", "A", a);
-    detail::require_spans_elements("gemm", "B", b);
-    detail::require_spans_elements("gemm", "C", c);
+    detail::require_allocated("gemm", "A", a);
+    detail::require_allocated("gemm", "B", b);
+    detail::require_distinct_elements("gemm", "C", c);
   }
   if (batch == 0 || m == 0 || n == 0) return;
   // K == 0 or alpha == 0: C = beta * C, as in BLAS, which then reads neither alpha (an Inf or

@@ -121,7 +121,7 @@ void spmv_teams(const Exec& exec, std::int64_t rows, std::int64_t nnz, const Row
   using Member = typename Policy::member_type;
   const int lanes = Shape::vector_length(rows, nnz);
   const std::int64_t rows_per_team = Shape::gpu_team_threads / lanes;
-  const std::int64_t league = (rows + rows_per_team - 1) / rows_per_team;
+  const int league = league_size("spmv", (rows + rows_per_team - 1) / rows_per_team);
   Kokkos::parallel_for(
       "rooftop::spmv", Policy(exec, league, static_cast<int>(rows_per_team), lanes), KOKKOS_LAMBDA(const Member& member) {
         const std::int64_t first = static_cast<std::int64_t>(member.league_rank()) * rows_per_team;
@@ -167,7 +167,7 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
     const std::int64_t sx = contiguous ? 1 : static_cast<std::int64_t>(x.stride(0));
     const std::int64_t sy = contiguous ? 1 : static_cast<std::int64_t>(y.stride(0));
     Kokkos::parallel_for(
-        "rooftop::spmv", Kokkos::RangePolicy<Exec>(exec, 0, (rows + block - 1) / block), [=](const std::int64_t blk) {
+        "rooftop::spmv", compat::Range<Exec>(exec, 0, (rows + block - 1) / block), [=](const std::int64_t blk) {
           // Everything the loop reads from the closure is in these locals: a store to y
           // could otherwise alias the closure's a and b (floats, like y's fp32 elements),
           // which GCC then reloaded after every row.
@@ -311,7 +311,7 @@ Csr<T, Index, typename Exec::memory_space> laplacian(const char* op, const Exec&
   const auto values = A.values;
   const std::int64_t plane = nx * ny;
   Kokkos::parallel_scan(
-      "rooftop::laplacian::row_ptr", Kokkos::RangePolicy<Exec>(exec, 0, rows),
+      "rooftop::laplacian::row_ptr", compat::Range<Exec>(exec, 0, rows),
       KOKKOS_LAMBDA(const std::int64_t r, std::int64_t& offset, const bool final) {
         const std::int64_t i = r % nx, j = r / nx % ny, k = r / plane;
         offset += 1 + (i > 0) + (i < nx - 1) + (j > 0) + (j < ny - 1) + (k > 0) + (k < nz - 1);
@@ -319,7 +319,7 @@ Csr<T, Index, typename Exec::memory_space> laplacian(const char* op, const Exec&
       });
   const T off(-1.0f), center(diag);
   Kokkos::parallel_for(
-      "rooftop::laplacian::entries", Kokkos::RangePolicy<Exec>(exec, 0, rows), KOKKOS_LAMBDA(const std::int64_t r) {
+      "rooftop::laplacian::entries", compat::Range<Exec>(exec, 0, rows), KOKKOS_LAMBDA(const std::int64_t r) {
         const std::int64_t i = r % nx, j = r / nx % ny, k = r / plane;
         std::int64_t p = row_ptr(r);
         auto put = [&](bool inside, std::int64_t c, T v) {
@@ -374,10 +374,10 @@ Csr<T, Index, typename Exec::memory_space> random_csr(const Exec& exec, std::int
   const std::int64_t k = nnz_per_row;
   const std::uint64_t span = static_cast<std::uint64_t>(cols - k + 1);
   Kokkos::parallel_for(
-      "rooftop::random_csr::row_ptr", Kokkos::RangePolicy<Exec>(exec, 0, rows + 1),
+      "rooftop::random_csr::row_ptr", compat::Range<Exec>(exec, 0, rows + 1),
       KOKKOS_LAMBDA(const std::int64_t r) { row_ptr(r) = static_cast<Index>(r * k); });
   Kokkos::parallel_for(
-      "rooftop::random_csr::entries", Kokkos::RangePolicy<Exec>(exec, 0, rows), KOKKOS_LAMBDA(const std::int64_t r) {
+      "rooftop::random_csr::entries", compat::Range<Exec>(exec, 0, rows), KOKKOS_LAMBDA(const std::int64_t r) {
         const std::int64_t first = r * k;
         // Insertion sort of the row's draws in place (rows are short; this is set-up, not a hot path).
         for (std::int64_t t = 0; t < k; ++t) {

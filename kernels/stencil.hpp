@@ -70,7 +70,7 @@ void stencil_rows(const Exec& exec, const T* in, T* out, std::int64_t nx, std::i
   const std::int64_t rows = nx * ny, plane = ny * nz;
   const std::int64_t per_item = (32768 / static_cast<std::int64_t>(sizeof(T)) + nz - 1) / nz;
   Kokkos::parallel_for(
-      "rooftop::stencil", Kokkos::RangePolicy<Exec>(exec, 0, (rows + per_item - 1) / per_item), [=](const std::int64_t item) {
+      "rooftop::stencil", compat::Range<Exec>(exec, 0, (rows + per_item - 1) / per_item), [=](const std::int64_t item) {
         const std::int64_t first = item * per_item, last = first + per_item < rows ? first + per_item : rows;
         cpu::LineStream<T, chunk> stream(out + first * nz);
         for (std::int64_t row = first; row < last; ++row) {
@@ -148,8 +148,8 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
   using C = compute_t<T>;
   static_assert(std::is_same_v<typename In::non_const_value_type, T>, "stencil: in and out differ in value type");
   detail::require_same_shape("stencil", "in", in, "out", out);
-  detail::require_spans_elements("stencil", "in", in);
-  detail::require_spans_elements("stencil", "out", out);
+  detail::require_allocated("stencil", "in", in);
+  detail::require_distinct_elements("stencil", "out", out);
   ROOFTOP_REQUIRE(!detail::overlap(in, out), "stencil", "in and out overlap (both ", shape_of(in),
                   "); a Jacobi sweep needs a separate output");
   const auto nx = static_cast<std::int64_t>(in.extent(0)), ny = static_cast<std::int64_t>(in.extent(1)),

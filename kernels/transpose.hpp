@@ -75,7 +75,8 @@ void transpose_tiles_in_scratch(const Exec& exec, const In& in, const Out& out, 
   const auto scratch_bytes = Scratch::shmem_size(tile, stride);
   Kokkos::parallel_for(
       "rooftop::transpose",
-      Policy(exec, tile_rows * tile_cols, Shape::team).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes)),
+      Policy(exec, detail::league_size("transpose", tile_rows * tile_cols), Shape::team)
+          .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes)),
       KOKKOS_LAMBDA(const Member& member) {
         const std::int64_t t = member.league_rank();
         const std::int64_t i0 = (t / tile_cols) * tile, j0 = (t % tile_cols) * tile;  // tile origin in in
@@ -263,7 +264,7 @@ void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, 
   // One work item per group; the last one also copies the rows below the last whole tile
   // (a work item of their own would be one more for the first thread of a static schedule).
   const std::int64_t items = groups > 0 ? groups : 1;
-  Kokkos::parallel_for("rooftop::transpose", Kokkos::RangePolicy<Exec>(exec, 0, items), [=](const std::int64_t g) {
+  Kokkos::parallel_for("rooftop::transpose", compat::Range<Exec>(exec, 0, items), [=](const std::int64_t g) {
     if (g == items - 1) copy_elements(tiled_rows, rows, 0, cols);
     if (g >= groups) return;
     const std::int64_t i0 = g * group, i1 = i0 + group < tiled_rows ? i0 + group : tiled_rows;
@@ -307,7 +308,7 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
     }
     const Kernel kernel{in.data(), out.data(), src_rows, src_cols, in_stride, out_stride, streamed, down};
     const std::int64_t blocks = kernel.blocks(), items = std::min<std::int64_t>(blocks, compat::concurrency(exec));
-    Kokkos::parallel_for("rooftop::transpose", Kokkos::RangePolicy<Exec>(exec, 0, items), [=](const std::int64_t k) {
+    Kokkos::parallel_for("rooftop::transpose", compat::Range<Exec>(exec, 0, items), [=](const std::int64_t k) {
       kernel(blocks * k / items, blocks * (k + 1) / items);
       if (kernel.streamed) cpu::stream_fence();
     });
@@ -315,7 +316,7 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
   }
   constexpr std::int64_t block = Shape::template host_block<T>;
   const std::int64_t block_rows = (rows + block - 1) / block, block_cols = (cols + block - 1) / block;
-  Kokkos::parallel_for("rooftop::transpose", Kokkos::RangePolicy<Exec>(exec, 0, block_rows * block_cols), [=](const std::int64_t b) {
+  Kokkos::parallel_for("rooftop::transpose", compat::Range<Exec>(exec, 0, block_rows * block_cols), [=](const std::int64_t b) {
     const std::int64_t ib = b / block_cols * block, jb = b % block_cols * block;
     const std::int64_t ie = rows - ib < block ? rows : ib + block, je = cols - jb < block ? cols : jb + block;
     for (std::int64_t i = ib; i < ie; ++i)
@@ -359,7 +360,7 @@ void transpose_naive(const Exec& exec, const In& in, const Out& out) {
   constexpr bool gpu = detail::ReductionShape<Exec, float>::gpu;
   // (A per-element division would make the CPU version compute-bound, not memory-bound.)
   Kokkos::parallel_for("rooftop::transpose_naive",
-                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, gpu ? rows * cols : rows),
+                       compat::Range<Exec>(exec, 0, gpu ? rows * cols : rows),
                        KOKKOS_LAMBDA(const std::int64_t e) {
                          const std::int64_t n = cols;  // (captured outside the constexpr-if, for nvcc)
                          const auto& src = in;

@@ -7,7 +7,8 @@
 #   scripts/gpu-check.sh [--bin DIR] [--out DIR] STEP [args...]
 #
 #   tests [binaries...]        every test binary (or those named), pass/fail -> tests.log
-#   sanitizer [binaries...]    the same under compute-sanitizer (memcheck) -> sanitizer.log
+#   sanitizer [binaries...]    the same under compute-sanitizer -> sanitizer.log (memcheck;
+#                              SANITIZER_TOOL=racecheck: shared-memory races -> sanitizer-racecheck.log)
 #   roofline [rooftop args...] the harness -> report.json, report.csv, roofline.svg
 #   references [--ops a,b]     PyTorch on the report's shapes -> references.json
 #   summary                    ceilings, rooftop beside PyTorch, targets -> summary.md
@@ -34,7 +35,7 @@ step="${1:-}"
 [ $# -gt 0 ] && shift
 case "$step" in
   tests|sanitizer|roofline|references|summary|all) ;;
-  *) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 if [ -z "$out" ]; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
@@ -85,7 +86,9 @@ do_step() {
     sanitizer)
       shift
       command -v compute-sanitizer >/dev/null || { status sanitizer "FAIL: compute-sanitizer not found"; return; }
-      run_tests sanitizer "$out/sanitizer.log" compute-sanitizer --tool memcheck --error-exitcode 99 -- "$@" ;;
+      local tool="${SANITIZER_TOOL:-memcheck}" name=sanitizer
+      [ "$tool" = memcheck ] || name="sanitizer-$tool"
+      run_tests "$name" "$out/$name.log" compute-sanitizer --tool "$tool" --error-exitcode 99 -- "$@" ;;
     roofline)
       shift
       local rc=0

@@ -8,6 +8,8 @@
 #include <rooftop/kernels/activation.hpp>
 
 #include <cmath>
+#include <iomanip>
+#include <tuple>
 #include <limits>
 
 using namespace rooftop;
@@ -51,6 +53,36 @@ TEST_CASE_TEMPLATE("relu, gelu (tanh and erf), silu match float64 (plain and str
     rooftop::silu(Exec(), x, y);
     check_unary<T>(hx, host(y), reference::silu, 8);
   }
+}
+
+TEST_CASE("fp32 gelu (tanh form) and silu are within 2 ulp of |x|, gelu's erf form within 6 (the documented bounds)") {
+  // 2^20 floats evenly spread over the bit patterns of [1e-6, 100], both signs.
+  const std::int64_t n = std::int64_t(1) << 20;
+  test::Vector<float> x("x", n);
+  {
+    auto hx = Kokkos::create_mirror_view(x);
+    const std::uint32_t lo = 0x358637bdu, hi = 0x42c80000u;  // 1e-6f, 100.0f
+    for (std::int64_t i = 0; i < n; ++i)
+      hx(i) = compat::bit_cast<float>((lo + static_cast<std::uint32_t>(double(hi - lo) * double(i / 2) / double(n / 2))) |
+                                      (i & 1 ? 0x80000000u : 0u));
+    Kokkos::deep_copy(x, hx);
+  }
+  const auto hx = host(x);
+  auto worst = [&](const std::vector<double>& y, double (*ref)(double)) {
+    double most = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float ax = std::abs(static_cast<float>(hx[i]));
+      most = std::max(most, std::abs(y[i] - ref(hx[i])) / double(std::nextafter(ax, 1e30f) - ax));
+    }
+    return most;
+  };
+  auto y = test::poisoned_vector<float>(n);
+  rooftop::gelu(Exec(), x, y);
+  CHECK(worst(host(y), reference::gelu_tanh) <= 2);
+  rooftop::silu(Exec(), x, y);
+  CHECK(worst(host(y), reference::silu) <= 2);
+  rooftop::gelu(Exec(), x, y, Gelu::erf);
+  CHECK(worst(host(y), reference::gelu_erf) <= 6);
 }
 
 TEST_CASE("activations of special values: +-0, +-Inf, NaN, huge") {
@@ -128,6 +160,32 @@ TEST_CASE_TEMPLATE("relu, gelu and silu equal the scalar functions bit for bit, 
       check([](auto a, auto b) { rooftop::gelu(Exec(), a, b); }, [](float v) { return math::gelu_tanh(v); });
       check([](auto a, auto b) { rooftop::silu(Exec(), a, b); }, [](float v) { return math::silu(v); });
     }
+}
+
+TEST_CASE("exp is within 3 ulp up to its overflow and down to its flush, Inf above, 0 below") {
+  // Every float near both ends (where 2^n leaves the floats), and a sparser sweep between.
+  auto check = [](float x) {
+    const float got = math::exp(x);
+    if (x > 88.72283f) return got == std::numeric_limits<float>::infinity();
+    if (x < -86.6434f) return got == 0.0f;
+    const double want = std::exp(static_cast<double>(x));
+    const float near = static_cast<float>(want);
+    const double ulp = std::nextafter(near, std::numeric_limits<float>::infinity()) - near;
+    return std::abs(got - want) <= 3 * ulp;
+  };
+  std::int64_t checked = 0, wrong = 0;
+  const std::tuple<float, float, float> sweeps[] = {{88.0f, 89.0f, 0.0f}, {-87.0f, -86.5f, 0.0f}, {-90.0f, 90.0f, 1e-4f}};
+  for (const auto& [lo, hi, step] : sweeps) {
+    for (float x = lo; x < hi; x = step > 0 ? x + step : std::nextafter(x, hi)) {
+      ++checked;
+      if (check(x) || ++wrong > 3) continue;
+      FAIL_CHECK("exp(" << std::setprecision(9) << x << ") = " << math::exp(x) << ", want " << std::exp(double(x)));
+    }
+  }
+  CHECK(checked > 100000);
+  CHECK_MESSAGE(wrong == 0, wrong, " of ", checked, " arguments wrong");
+  CHECK(math::exp(-std::numeric_limits<float>::infinity()) == 0.0f);
+  CHECK(math::exp(std::numeric_limits<float>::infinity()) == std::numeric_limits<float>::infinity());
 }
 
 TEST_CASE("exp and exp2 keep a NaN a NaN, whatever its payload") {

@@ -269,7 +269,7 @@ TEST_CASE("preconditions: attention names the op and extents") {
                        "attention: head_dim is 257, more than the 256 supported", rooftop::Error);
   for (const double x : test::host(test::flat(o))) REQUIRE(std::isnan(x));
   // Kokkos 3.4 gives a 64 x 32 x 16384 x 128 View (2^32 elements) a span of 0 and no memory (see
-  // require_spans_elements); a Kokkos that sizes it right would allocate 16 GB: then no check.
+  // require_allocated); a Kokkos that sizes it right would allocate 16 GB: then no check.
   const Tensor<float> wrapped(Kokkos::view_alloc("wrapped", Kokkos::WithoutInitializing), 64, 32, 16384, 128);
   if (wrapped.span() < wrapped.size())
     CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), wrapped, wrapped, wrapped, wrapped, 1.0f, false),

@@ -172,6 +172,12 @@ TEST_CASE_TEMPLATE("gemm strided batched", T, ROOFTOP_DTYPES) {
       big.data(), Kokkos::LayoutStride(batch, 2 * m * n, m, n, n, 1));
   check_gemm(Trans::transpose, a, Trans::none, b, every_other, 1.0, -1.0,
              [&] { gemm(Exec(), Trans::transpose, a, Trans::none, b, every_other, 1.0, -1.0); });
+  // One A for every batch entry (a batch stride of 0, as cuBLAS' strideA = 0 allows): its
+  // span is one matrix, fewer elements than it has, which is fine for an input.
+  Kokkos::View<T***, Kokkos::LayoutStride, BackendMemory> shared_a(a.data(), Kokkos::LayoutStride(batch, 0, k, m, m, 1));
+  fill_nan(Exec(), test::flat(c));
+  check_gemm(Trans::transpose, shared_a, Trans::none, b, c, 1.0, 0.0,
+             [&] { gemm(Exec(), Trans::transpose, shared_a, Trans::none, b, c); });
 }
 
 /// Tiles for the matrix-unit driver: one warp with one 16 x 16 tile and K slices of one tile;
@@ -294,8 +300,15 @@ TEST_CASE("gemm: mismatched extents are an error naming them") {
   Kokkos::View<float***, BackendMemory> a3("a", 2, 4, 5), b3("b", 3, 5, 7), c3("c", 2, 4, 7);
   CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a3, Trans::none, b3, c3),
                        "gemm: batch extents differ: A is 2x4x5, B is 3x5x7, C is 2x4x7", rooftop::Error);
+  // An output whose batch entries share memory would be written by several teams at once.
+  Kokkos::View<float***, BackendMemory> a5("a", 2, 4, 5), b5("b", 2, 5, 7), c5("c", 1, 4, 7);
+  const Kokkos::View<float***, Kokkos::LayoutStride, BackendMemory> c_shared(c5.data(), Kokkos::LayoutStride(2, 0, 4, 7, 7, 1));
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a5, Trans::none, b5, c_shared),
+                       "gemm: C is 2x4x7 but spans only 28 elements: some of its elements share memory, and writes to them "
+                       "would race",
+                       rooftop::Error);
   // Kokkos 3.4 gives a 2 x 65536 x 32768 View (2^32 elements) a span of 0 and no memory (see
-  // require_spans_elements); a Kokkos that sizes it right would allocate 16 GB: then no check.
+  // require_allocated); a Kokkos that sizes it right would allocate 16 GB: then no check.
   const Kokkos::View<float***, BackendMemory> wrapped(Kokkos::view_alloc("wrapped", Kokkos::WithoutInitializing), 2, 65536, 32768);
   if (wrapped.span() < wrapped.size()) {
     const Kokkos::View<float***, BackendMemory> a4("a", 2, 65536, 1);

@@ -6,6 +6,10 @@
 #include <rooftop/kernels/stream.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
 
 using namespace rooftop;
 using test::Exec;
@@ -30,6 +34,21 @@ void check_elementwise(const std::vector<double>& x, const std::vector<double>& 
 }
 
 }  // namespace
+
+// Ranges of work items index with 64 bits on every backend (Kokkos 3.4's default for
+// Kokkos::Cuda is unsigned int, which would wrap at 2^32 elements).
+static_assert(std::is_same_v<decltype(detail::elements(std::declval<Exec>(), std::declval<Kokkos::View<float*>>()))::index_type,
+                             std::int64_t>);
+#if defined(KOKKOS_ENABLE_CUDA)
+static_assert(std::is_same_v<compat::Range<Kokkos::Cuda>::index_type, std::int64_t>);
+#endif
+
+TEST_CASE("a launch of more teams than a Kokkos TeamPolicy takes (an int) is refused, not narrowed") {
+  CHECK(detail::league_size("op", 0) == 0);
+  CHECK(detail::league_size("op", std::numeric_limits<int>::max()) == std::numeric_limits<int>::max());
+  CHECK_THROWS_WITH_AS(detail::league_size("op", std::int64_t(1) << 32), doctest::Contains("op: the work needs 4294967296 teams"),
+                       rooftop::Error);
+}
 
 TEST_CASE_TEMPLATE("copy, scale, add, triad match float64 (plain and streaming stores)", T, ROOFTOP_DTYPES) {
   const double alpha = -1.75;
