@@ -735,7 +735,7 @@ struct RowTeam {
       Kokkos::parallel_reduce(
           Kokkos::TeamThreadRange(member, n), [&](const std::int64_t j, Acc& part) { accumulate(part, j); },
           CombineReducer<Acc, Combine>(result, identity, combine));
-      member.team_barrier();  // before the next reduction may reuse Kokkos 3.4's result slot (see reduce_blocks_gpu)
+      member.team_barrier();  // before an adjacent reduction may reuse its shared memory (see reduce_blocks_gpu)
       return result;
     } else {
       return fold_lanes_by<ReductionShape<Exec, Acc>::lanes>(0, n, identity, accumulate, combine);

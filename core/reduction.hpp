@@ -224,10 +224,11 @@ Acc reduce_blocks_gpu(const char* label, const Exec& exec, std::int64_t n, Acc i
         },
         CombineReducer<Acc, Combine>(result, identity, combine));
     Kokkos::single(Kokkos::PerTeam(member), [&] { partials(member.league_rank()) = result; });
-    // Kokkos 3.4's team reductions keep their result in one place in shared memory that the
-    // next reduction of the same type may overwrite before every thread has read it (fixed in
-    // Kokkos 4.0): where a block runs several teams in turn (Kokkos' serial-execution debug
-    // mode), the next team's reduction must wait for this one's readers.
+    // Kokkos 3.4's team reductions still use their shared memory when they return, so the
+    // block's next reduction may overwrite it before every thread has read its result
+    // (kokkos/kokkos#5475, fixed by #5540 in October 2022): a barrier after each. Here the
+    // next one is the next team's, where a block runs several teams in turn (Kokkos'
+    // serial-execution debug mode).
     member.team_barrier();
   });
   Kokkos::parallel_for(label, Policy(exec, 1, team), KOKKOS_LAMBDA(const Member& member) {

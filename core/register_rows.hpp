@@ -76,7 +76,7 @@ struct RegisterRow {
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, member.team_size()), [&](const int, Acc& p) { p = combine(p, part); },
         CombineReducer<Acc, Combine>(result, identity, combine));
-    member.team_barrier();  // before the next reduction may reuse Kokkos 3.4's result slot (see reduce_blocks_gpu)
+    member.team_barrier();  // before an adjacent reduction may reuse its shared memory (see reduce_blocks_gpu)
     return result;
   }
 
