@@ -81,10 +81,10 @@ KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
   const float n = t - detail::round_magic;
   float r = compat::fma(n, -0.693145751953125f, x);
   r = compat::fma(n, -1.428606765330187e-6f, r);
-  // n = 128 for x in (88.376, 88.72283]: 2^128 is no float, so those scale by 2^(n - 1), then
-  // by 2 (both exact; t - 1 is n - 1 in t's low bits).
-  const bool top = x > 88.0f;
-  const float y = detail::scale_by_pow2(detail::exp2_poly(r * log2e), select(top, t - 1.0f, t)) * select(top, 2.0f, 1.0f);
+  // 2p * 2^(n - 1), not p * 2^n: n reaches 128 for x in (88.376, 88.72283], and 2^128 is no
+  // float; 2^(n - 1) is a normal float for every n in range and the doubling is exact (t - 1
+  // holds n - 1 in its low bits).
+  const float y = detail::scale_by_pow2(2.0f * detail::exp2_poly(r * log2e), t - 1.0f);
   return select(x < -86.6434f, 0.0f, select(x > 88.72283f, std::numeric_limits<float>::infinity(), y));
 }
 
