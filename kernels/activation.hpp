@@ -219,6 +219,8 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
 #else
       false;
 #endif
+  // fp32 rows of lanes stream where the host streams rows bound by their exponentials.
+  constexpr bool lanes_stream = lanes_of_rows && streams_exp_rows && sizeof(T) >= 4;
   constexpr bool blocks = host_converts_all<Exec, T, X, B> || (on_host<Exec> && has_stage<G>);
   const bool contiguous = x.stride(1) == 1 && y.stride(1) == 1 && bias.stride(0) == 1;
   for_each_row(
@@ -235,9 +237,12 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           const T* const in = &x(r.row, 0);
           const T* const b = bias.data();
           const auto lanes = g.lanes(cols);
-          map_lines<false>(
-              &y(r.row, 0), cols, [&](const std::int64_t c) { return lanes(cpu::load_floats(in + c) + cpu::load_floats(b + c), c); },
-              [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); });
+          const auto vector = [&](const std::int64_t c) { return lanes(cpu::load_floats(in + c) + cpu::load_floats(b + c), c); };
+          const auto scalar = [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); };
+          if constexpr (lanes_stream) {
+            if (r.stream) return map_lines<true>(&y(r.row, 0), cols, vector, scalar);
+          }
+          map_lines<false>(&y(r.row, 0), cols, vector, scalar);
           return;
         }
 #if defined(ROOFTOP_HAS_AVX2_LANES)
@@ -279,7 +284,7 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
         map(std::false_type{});
 #endif
       },
-      plan_rows<Exec, light || lanes_in_blocks ? light_op_stores<T>() : Stores::plain>(y, 0, light_op_row_bytes<T>()));
+      plan_rows<Exec, light || lanes_in_blocks || lanes_stream ? light_op_stores<T>() : Stores::plain>(y, 0, light_op_row_bytes<T>()));
 }
 
 // The functors' operator() are force-inlined: they are the body of every loop above, and in a
