@@ -561,6 +561,33 @@ RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0, std::int64_t min_
   return plan;
 }
 
+/// The plan for a host row-wise op whose rows host vector code writes where `vector` (layernorm,
+/// rmsnorm, softmax: streamed straight from registers where RowTeam::vector_stream_row allows):
+/// plan_rows with light_op_stores and `min_row_bytes`, except on AVX2 hosts, where 2-byte rows
+/// (bf16 only where `bf16_too`) stream at every length wherever every row of y is whole lines
+/// from a line boundary, so that none falls back to stream_values (which narrows a value at a
+/// time there). Zen 3 VM, 2 threads, 2^26 values, a scratch program calling the kernels, best of
+/// five alternations, two runs, GB/s plain -> streamed, rows of 768 / 4096 / 32768: rmsnorm
+/// fp16 17-18 -> 24-27 / 21-24 -> 30-31 / 21 -> 29, bf16 22-24 -> 25 / 23 -> 26-27 / 21-23 ->
+/// 27; layernorm fp16 13-17 -> 15-17 / 19 -> 22 / 20 -> 23-24, bf16 within 0.7 either way;
+/// softmax fp16 13 -> 14-17 / 13 -> 15 / 13 -> 15, but bf16 10.4-12.0 -> 9.5-10.4.
+template <class Exec, bool bf16_too, class Y>
+RowPlan plan_vector_rows(const Y& y, bool vector, std::int64_t scratch_floats, std::int64_t min_row_bytes) {
+  using T = typename Y::value_type;
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+  if constexpr (sizeof(T) == 2 && (bf16_too || !std::is_same_v<T, bf16>)) {
+    constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+    const auto rows = static_cast<std::int64_t>(y.extent(0)), cols = static_cast<std::int64_t>(y.extent(1));
+    const bool whole_lines = y.stride(1) == 1 && cols % line == 0 && (rows < 2 || static_cast<std::int64_t>(y.stride(0)) % line == 0) &&
+                             reinterpret_cast<std::uintptr_t>(y.data()) % 64 == 0;
+    if (vector && whole_lines) return plan_rows<Exec, Stores::streamed_when_large>(y, scratch_floats);
+  }
+#else
+  (void)vector;
+#endif
+  return plan_rows<Exec, light_op_stores<T>()>(y, scratch_floats, min_row_bytes);
+}
+
 /// Floats of scratch per work item that RowTeam::input needs for rows of `cols` entries of X.
 template <class Exec, class X>
 constexpr std::int64_t input_scratch_floats(std::int64_t cols) {

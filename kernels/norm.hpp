@@ -279,8 +279,9 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                            else if (has_bias) write(one, bias_of);
                            else write(one, zero);
                          },
-                         detail::plan_rows<Exec, detail::light_op_stores<T>()>(
-                             y, vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols), detail::light_op_row_bytes<T>()));
+                         detail::plan_vector_rows<Exec, true>(y, vector_layout,
+                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols),
+                                                              detail::light_op_row_bytes<T>()));
   }
 }
 template <class Exec, class X, class Y>
@@ -350,8 +351,9 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
                              r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms; }, r.next_row_of(x));
                            }
                          },
-                         detail::plan_rows<Exec, detail::light_op_stores<T>()>(
-                             y, vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols), detail::light_op_row_bytes<T>()));
+                         detail::plan_vector_rows<Exec, true>(y, vector_layout,
+                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols),
+                                                              detail::light_op_row_bytes<T>()));
   }
 }
 template <class Exec, class X, class Y>

@@ -177,14 +177,15 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
   } else {
     // On the host, a scratch row per work item holds the exponentials (cols floats). Rows
     // stream from 4 KB, fp32 too, except on AVX2 hosts, where fp32 rows of every length stream
-    // (detail::streams_exp_rows): softmax is bound by its exponentials, and on the Zen 4 VM
+    // (detail::streams_exp_rows), and fp16 rows that are whole lines (detail::plan_vector_rows;
+    // bf16 rows lost there): softmax is bound by its exponentials, and on the Zen 4 VM
     // (AVX-512) fp32 rows of 768 ran faster with plain stores (2^25 elements, the harness,
     // three alternations, GB/s: 34.9-35.9 streamed, 38.8-39.0 plain; rows of 4096 36-39
     // streamed, 24-25 plain).
     using T = typename Y::value_type;
     constexpr std::int64_t streamed_row_bytes = detail::streams_exp_rows && sizeof(T) >= 4 ? 0 : 4096;
     const auto plan =
-        detail::plan_rows<Exec, detail::light_op_stores<T>()>(y, cols, streamed_row_bytes);
+        detail::plan_vector_rows<Exec, false>(y, cols == 1 || x.stride(1) == 1, cols, streamed_row_bytes);
     detail::for_each_row(
         "rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
         KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) { detail::softmax_row(r, x, y, cols); }, plan);
