@@ -13,8 +13,8 @@
 /// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
 /// Dense host grids are swept a run of rows at a time (stencil_rows), large ones with streaming
 /// stores and a prefetch of the next plane (on AVX2 hosts only where rows are whole cache
-/// lines, see StencilShape); 2-byte grids there where the host has
-/// AVX-512 or AVX2 (cpu::stencil_span).
+/// lines, see StencilShape); 2-byte grids there where the host has AVX-512 or AVX2
+/// (cpu::stencil_span).
 #pragma once
 
 #include "../core/cost.hpp"

@@ -54,7 +54,7 @@ struct StreamingThreshold {
 };
 
 /// Row-wise ops are tested at these row lengths (cols): one, small odd, a short row of whole
-/// cache lines (the harness's shortest, which AVX2 hosts stream in every dtype), not a multiple
+/// cache lines (the harness's shortest, which AVX2 hosts now stream in most dtypes), not a multiple
 /// of any lane count, and a long row.
 inline const std::vector<std::int64_t> row_lengths = {1, 13, 768, 4096 + 77, 32768};
 
