@@ -11,8 +11,9 @@
 /// the plain y = A x. Columns need not be sorted within a row for spmv (the generators sort
 /// them). x and y must not alias.
 ///
-/// Parallelization: on CPUs a thread takes contiguous blocks of rows, a plain loop over each
-/// row's entries. On GPUs every row gets `vector_length` lanes of one thread's
+/// Parallelization: on CPUs a thread takes contiguous blocks of rows, one row at a time: rows
+/// of up to 8 entries summed as a balanced tree of their products, longer ones by a loop over
+/// their entries. On GPUs every row gets `vector_length` lanes of one thread's
 /// vector (a group of consecutive lanes of a warp): the lanes read consecutive entries of the
 /// row's col_idx and values (coalesced; consecutive rows are consecutive in memory too), and
 /// reduce their partial sums; a team is a block of such rows.
@@ -99,6 +100,10 @@ struct SpmvShape {
   /// fp32 25-28, fp64 35-39.
   static constexpr std::int64_t cpu_values_ahead = 4096;
   static constexpr std::int64_t cpu_col_idx_ahead = 2048;
+  /// CPU: the longest rows summed as a tree of their products (see spmv_blocks); at most 8
+  /// (HostEntries::sum_short_row).
+  static constexpr std::int64_t cpu_tree_entries = 8;
+  static_assert(cpu_tree_entries <= 8, "spmv: sum_short_row sums rows of at most 8 entries");
 
   /// GPU lanes per row: the mean row length rounded up to a power of two, at most a warp (7 for
   /// the 3D Laplacian gives 8; long rows loop over their entries 32 at a time).
@@ -138,7 +143,72 @@ void spmv_teams(const Exec& exec, std::int64_t rows, std::int64_t nnz, const Row
       });
 }
 
-/// spmv on a CPU: blocks of rows per work item, two rows at a time.
+/// A CSR matrix's entries against x on the host, entry e being values[e] * x[col_idx[e]]
+/// in C (x's stride is 1 where `contiguous`, known at compile time: a stride multiplying
+/// every x index would lengthen each entry's chain from col_idx to x). Members, not lambdas:
+/// in the harness's one large translation unit GCC 12 left a lambda of this out of line for
+/// bf16 and fp16, a call per entry (3D Laplacian 175^3: 10-17 -> 5-6.5 GB/s).
+template <class T, class Index, class C, bool contiguous>
+struct HostEntries {
+  const T* values;
+  const Index* col_idx;
+  const T* x;
+  std::int64_t x_stride;
+
+  [[gnu::always_inline]] C product(std::int64_t e) const { return cpu::to_compute(values[e]) * cpu::to_compute(at(e)); }
+  /// sum + entry e in one fma. A chain of these, not sum += product: GCC 12 turns the latter
+  /// into AVX2 gathers and an in-order vector reduction whose set-up costs more than a row of
+  /// ~7 entries saves (fp32 3D Laplacian: ~20% slower measured); the chain stays scalar.
+  /// bf16/fp16 convert one value at a time (cpu::to_compute: a vpinsrw from memory, and for
+  /// fp16 a vcvtph2ps, where the plain conversion took a load, a shift or a move from an
+  /// integer register each; 3D Laplacian, 2 threads, Zen 5 VM, scratch program, two
+  /// alternations, GB/s: bf16 175^3 14.8-15.4 -> 21.8-23.9, 55^3 (in cache) 14.6-15.2 ->
+  /// 22.0-24.0; fp16 55^3 20.7-20.8 -> 22.0-22.1). That beat gathering a run of rows' x into
+  /// a buffer, converting and multiplying it in one vectorized loop, then summing each row's
+  /// products (3D Laplacian 175^3, 2 threads, Zen 5 VM, two alternations, GB/s: bf16
+  /// 15.0-15.1 -> 15.7-15.9, fp16 10.3-10.4 -> 20.8-21.0).
+  [[gnu::always_inline]] C add(std::int64_t e, C sum) const {
+    return compat::fma(cpu::to_compute(values[e]), cpu::to_compute(at(e)), sum);
+  }
+  /// The products of entries b, ..., b + L - 1 summed as a balanced tree (halves summed
+  /// recursively), each pair of leaves in one fma.
+  template <int L>
+  [[gnu::always_inline]] C tree_sum(std::int64_t b) const {
+    if constexpr (L == 1) {
+      return product(b);
+    } else if constexpr (L == 2) {
+      return add(b, product(b + 1));
+    } else {
+      constexpr int half = (L + 1) / 2;
+      return tree_sum<half>(b) + tree_sum<L - half>(b + half);
+    }
+  }
+  /// The sum of the `length` <= 8 entries from b (tree_sum of its length; 0 if none).
+  [[gnu::always_inline]] C sum_short_row(std::int64_t b, std::int64_t length) const {
+    switch (length) {
+      case 1: return tree_sum<1>(b);
+      case 2: return tree_sum<2>(b);
+      case 3: return tree_sum<3>(b);
+      case 4: return tree_sum<4>(b);
+      case 5: return tree_sum<5>(b);
+      case 6: return tree_sum<6>(b);
+      case 7: return tree_sum<7>(b);
+      case 8: return tree_sum<8>(b);
+      default: return C(0);
+    }
+  }
+
+ private:
+  [[gnu::always_inline]] const T& at(std::int64_t e) const {
+    if constexpr (contiguous) {
+      return x[col_idx[e]];
+    } else {
+      return x[col_idx[e] * x_stride];
+    }
+  }
+};
+
+/// spmv on a CPU: blocks of rows per work item, one row at a time.
 template <class Exec, class RowPtr, class ColIdx, class Values, class X, class Y, class C>
 void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, const ColIdx& col_idx, const Values& values,
                  const X& x, const Y& y, C a, C b, bool reads_y) {
@@ -154,17 +224,13 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
                                    static_cast<std::int64_t>(sizeof(T))};
   const cpu::Prefetch col_idx_ahead{prefetches ? reinterpret_cast<const char*>(col_idx.data()) + Shape::cpu_col_idx_ahead : nullptr,
                                     static_cast<std::int64_t>(sizeof(Index))};
-  // Csr's arrays are contiguous Views; x and y any rank-1 Views: unit strides known at
-  // compile time where they are contiguous (a stride multiplying every x index would lengthen
-  // each entry's chain from col_idx to x).
+  // Csr's arrays are contiguous Views; x and y any rank-1 Views (see HostEntries).
   auto run = [&](auto unit) {
     constexpr bool contiguous = decltype(unit)::value;
     const Index* const rp = row_ptr.data();
-    const Index* const ci = col_idx.data();
-    const T* const v = values.data();
-    const T* const xp = x.data();
+    const HostEntries<T, Index, C, contiguous> entries{values.data(), col_idx.data(), x.data(),
+                                                       static_cast<std::int64_t>(x.stride(0))};
     T* const yp = y.data();
-    const std::int64_t sx = contiguous ? 1 : static_cast<std::int64_t>(x.stride(0));
     const std::int64_t sy = contiguous ? 1 : static_cast<std::int64_t>(y.stride(0));
     Kokkos::parallel_for(
         "rooftop::spmv", compat::Range<Exec>(exec, 0, (rows + block - 1) / block), [=](const std::int64_t blk) {
@@ -174,55 +240,31 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
           const C alpha = a, beta = b;
           const bool beta_y = reads_y;
           const cpu::Prefetch pv = values_ahead, pc = col_idx_ahead;
-          // An FMA chain, not sum += product: GCC 12 turns the latter into AVX2 gathers and an
-          // in-order vector reduction whose set-up costs more than a row of ~7 entries saves
-          // (fp32 3D Laplacian: ~20% slower measured); the FMA chain stays scalar. bf16/fp16
-          // convert one value at a time (cpu::to_compute: a vpinsrw from memory, and for fp16 a
-          // vcvtph2ps, where the plain conversion took a load, a shift or a move from an integer
-          // register each; 3D Laplacian, 2 threads, Zen 5 VM, scratch program, two alternations,
-          // GB/s: bf16 175^3 14.8-15.4 -> 21.8-23.9, 55^3 (in cache) 14.6-15.2 -> 22.0-24.0;
-          // fp16 55^3 20.7-20.8 -> 22.0-22.1). That beat gathering a run of rows' x into a
-          // buffer, converting and multiplying it in one vectorized loop, then summing each
-          // row's products (3D Laplacian 175^3, 2 threads, Zen 5 VM, two alternations, GB/s:
-          // bf16 15.0-15.1 -> 15.7-15.9, fp16 10.3-10.4 -> 20.8-21.0).
-          auto entry = [=](const std::int64_t e, const C sum) {
-            return compat::fma(cpu::to_compute(v[e]), cpu::to_compute(xp[ci[e] * sx]), sum);
-          };
-          auto store = [=](const std::int64_t r, const C sum) {
+          const auto row_entries = entries;
+          const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
+          // One row at a time. A row of up to Shape::cpu_tree_entries entries (a stencil's,
+          // a finite element's) is summed as a balanced tree of its products, straight-line
+          // code picked by its length (HostEntries::sum_short_row); a longer one by an FMA
+          // chain (HostEntries::add). Seven chained FMAs per Laplacian row bounded the
+          // previous loop (two rows at a time, their chains interleaved) with its data in
+          // cache. Against it, 3D Laplacian, 2 threads, Zen 3 VM, scratch program
+          // alternating both in one process, three runs: fp32 1.08-1.10x (64^3, in cache) and
+          // 1.03-1.09x (158^3), fp64 1.04-1.13x and 0.92-1.15x, bf16 1.02-1.10x, fp16
+          // 0.91-0.97x (its conversions fill the FP pipes, and a tree of 7 takes 10 FP
+          // operations where the chain takes 7); the harness's single runs moved more than
+          // that from run to run.
+          for (std::int64_t r = blk * block; r < last; ++r) {
+            const std::int64_t b0 = rp[r], e0 = rp[r + 1];
+            pv.line(b0 * pv.element_bytes);
+            pc.line(b0 * pc.element_bytes);
+            C sum = 0;
+            if (e0 - b0 <= Shape::cpu_tree_entries) {
+              sum = row_entries.sum_short_row(b0, e0 - b0);
+            } else {
+              for (std::int64_t e = b0; e < e0; ++e) sum = row_entries.add(e, sum);
+            }
             T& out = yp[r * sy];
             out = cpu::from_compute<T>(beta_y ? alpha * sum + beta * cpu::to_compute(out) : alpha * sum);
-          };
-          auto prefetch = [=](const std::int64_t begin) {
-            pv.line(begin * pv.element_bytes);
-            pc.line(begin * pc.element_bytes);
-          };
-          const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
-          std::int64_t r = blk * block;
-          // Two rows at a time, their FMA chains interleaved entry by entry over the length
-          // they share (each row's sum is still one chain, in the same order). Against one row
-          // at a time, 3D Laplacian 64^3 (in cache), 2 threads, Zen 3 VM, scratch program, in
-          // one process: fp64 1.03-1.35x, fp32 within the noise; four rows at a time were
-          // slower than one.
-          for (; r + 1 < last; r += 2) {
-            const std::int64_t b0 = rp[r], b1 = rp[r + 1], e1 = rp[r + 2];
-            prefetch(b0);
-            prefetch(b1);
-            const std::int64_t shared = b1 - b0 < e1 - b1 ? b1 - b0 : e1 - b1;
-            C s0 = 0, s1 = 0;
-            for (std::int64_t q = 0; q < shared; ++q) {
-              s0 = entry(b0 + q, s0);
-              s1 = entry(b1 + q, s1);
-            }
-            for (std::int64_t e = b0 + shared; e < b1; ++e) s0 = entry(e, s0);
-            for (std::int64_t e = b1 + shared; e < e1; ++e) s1 = entry(e, s1);
-            store(r, s0);
-            store(r + 1, s1);
-          }
-          if (r < last) {
-            const std::int64_t b0 = rp[r], e0 = rp[r + 1];
-            C s0 = 0;
-            for (std::int64_t e = b0; e < e0; ++e) s0 = entry(e, s0);
-            store(r, s0);
           }
         });
   };
