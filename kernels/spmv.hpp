@@ -245,9 +245,9 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
           // One row at a time. A row of up to Shape::cpu_tree_entries entries (a stencil's,
           // a finite element's) is summed as a balanced tree of its products, straight-line
           // code picked by its length (HostEntries::sum_short_row); a longer one by an FMA
-          // chain (HostEntries::add). Seven chained FMAs per Laplacian row bounded the
-          // previous loop (two rows at a time, their chains interleaved) with its data in
-          // cache. Against it, 3D Laplacian, 2 threads, Zen 3 VM, scratch program
+          // chain (HostEntries::add): a tree is 3 additions deep for 7 entries where the chain
+          // is 7 FMAs, presumably what held the previous loop (two rows at a time, their
+          // chains interleaved) to its speed from memory with its data in cache. Against it, 3D Laplacian, 2 threads, Zen 3 VM, scratch program
           // alternating both in one process, three runs: fp32 1.08-1.10x (64^3, in cache) and
           // 1.03-1.09x (158^3), fp64 1.04-1.13x and 0.92-1.15x, bf16 1.02-1.10x, fp16
           // 0.91-0.97x (its conversions fill the FP pipes, and a tree of 7 takes 10 FP
