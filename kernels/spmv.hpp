@@ -242,16 +242,16 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
           const cpu::Prefetch pv = values_ahead, pc = col_idx_ahead;
           const auto row_entries = entries;
           const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
-          // One row at a time. A row of up to Shape::cpu_tree_entries entries (a stencil's,
-          // a finite element's) is summed as a balanced tree of its products, straight-line
-          // code picked by its length (HostEntries::sum_short_row); a longer one by an FMA
-          // chain (HostEntries::add): a tree is 3 additions deep for 7 entries where the chain
-          // is 7 FMAs, presumably what held the previous loop (two rows at a time, their
-          // chains interleaved) to its speed from memory with its data in cache. Against it, 3D Laplacian, 2 threads, Zen 3 VM, scratch program
-          // alternating both in one process, three runs: fp32 1.08-1.10x (64^3, in cache) and
-          // 1.03-1.09x (158^3), fp64 1.04-1.13x and 0.92-1.15x, bf16 1.02-1.10x, fp16
-          // 0.91-0.97x (its conversions fill the FP pipes, and a tree of 7 takes 10 FP
-          // operations where the chain takes 7); the harness's single runs moved more than
+          // One row at a time. A row of up to Shape::cpu_tree_entries entries (a stencil's, a
+          // finite element's) is summed as a balanced tree of its products, straight-line code
+          // picked by its length (HostEntries::sum_short_row); a longer one by an FMA chain
+          // (HostEntries::add): a tree is 3 additions deep for 7 entries where the chain is 7 FMAs,
+          // presumably what held the previous loop (two rows at a time, their chains interleaved)
+          // to its speed from memory with its data in cache. Against it, 3D Laplacian, 2 threads,
+          // Zen 3 VM, scratch program alternating both in one process, three runs: fp32 1.08-1.10x
+          // (64^3, in cache) and 1.03-1.09x (158^3), fp64 1.04-1.13x and 0.92-1.15x, bf16
+          // 1.02-1.10x, fp16 0.91-0.97x (its conversions fill the FP pipes, and a tree of 7 takes
+          // 10 FP operations where the chain takes 7); the harness's single runs moved more than
           // that from run to run.
           for (std::int64_t r = blk * block; r < last; ++r) {
             const std::int64_t b0 = rp[r], e0 = rp[r + 1];
