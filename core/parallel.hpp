@@ -561,6 +561,14 @@ RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0, std::int64_t min_
   return plan;
 }
 
+/// Whether every row of the (rows, cols) View y is whole cache lines from a line boundary.
+template <class Y>
+bool whole_line_rows(const Y& y) {
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(typename Y::value_type));
+  return y.stride(1) == 1 && static_cast<std::int64_t>(y.extent(1)) % line == 0 &&
+         (y.extent(0) < 2 || static_cast<std::int64_t>(y.stride(0)) % line == 0) && reinterpret_cast<std::uintptr_t>(y.data()) % 64 == 0;
+}
+
 /// The plan for a host row-wise op whose rows host vector code writes where `vector` (layernorm,
 /// rmsnorm, softmax: streamed straight from registers where RowTeam::vector_stream_row allows):
 /// plan_rows with light_op_stores and `min_row_bytes`, except on AVX2 hosts, where 2-byte rows
@@ -576,11 +584,7 @@ RowPlan plan_vector_rows(const Y& y, bool vector, std::int64_t scratch_floats, s
   using T = typename Y::value_type;
 #if defined(ROOFTOP_HAS_AVX2_LANES)
   if constexpr (sizeof(T) == 2 && (bf16_too || !std::is_same_v<T, bf16>)) {
-    constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
-    const auto rows = static_cast<std::int64_t>(y.extent(0)), cols = static_cast<std::int64_t>(y.extent(1));
-    const bool whole_lines = y.stride(1) == 1 && cols % line == 0 && (rows < 2 || static_cast<std::int64_t>(y.stride(0)) % line == 0) &&
-                             reinterpret_cast<std::uintptr_t>(y.data()) % 64 == 0;
-    if (vector && whole_lines) return plan_rows<Exec, Stores::streamed_when_large>(y, scratch_floats);
+    if (vector && whole_line_rows(y)) return plan_rows<Exec, Stores::streamed_when_large>(y, scratch_floats);
   }
 #else
   (void)vector;
@@ -704,6 +708,11 @@ struct RowTeam {
   /// (nothing on GPUs, for the last row, or where x's rows are not contiguous).
   template <class X>
   KOKKOS_INLINE_FUNCTION cpu::Prefetch next_row_of(const X& x) const {
+    return next_row_of(x, row);
+  }
+  /// The same for the row `row`.
+  template <class X>
+  KOKKOS_INLINE_FUNCTION static cpu::Prefetch next_row_of(const X& x, std::int64_t row) {
     if constexpr (!gpu && host_streams<Exec>) {
       if (row + 1 < static_cast<std::int64_t>(x.extent(0)) && x.stride(1) == 1)
         return {reinterpret_cast<const char*>(&x(row + 1, 0)), static_cast<std::int64_t>(sizeof(typename X::value_type))};
@@ -801,6 +810,21 @@ typename RowTeam<Exec>::Policy row_policy(const char* label, const Exec& exec, s
   }
 }
 
+/// Host: run(first, last, scratch) for the rows [first, last) of the work item `member` of
+/// row_policy(exec, rows, plan), with the item's scratch (null without plan.scratch_floats);
+/// then fences the item's streaming stores.
+template <class Exec, class Run>
+KOKKOS_INLINE_FUNCTION void for_run_of_item(const typename RowTeam<Exec>::Member& member, std::int64_t rows, const RowPlan& plan,
+                                            const Run& run) {
+  static_assert(!RowTeam<Exec>::gpu, "for_run_of_item: host work items");
+  float* const scratch = plan.scratch_floats > 0 ? scratch_lines<float>(member.team_scratch(0), plan.scratch_floats) : nullptr;
+  const std::int64_t first = static_cast<std::int64_t>(member.league_rank()) * plan.rows_per_item;
+  run(first, rows - first < plan.rows_per_item ? rows : first + plan.rows_per_item, scratch);
+#if !defined(__CUDA_ARCH__)
+  if (plan.stream) cpu::stream_fence();
+#endif
+}
+
 /// body(RowTeam) for each row of the work item `member` of row_policy(exec, rows, plan); on the
 /// host, fences the item's streaming stores at its end.
 template <class Exec, class Body>
@@ -809,13 +833,9 @@ KOKKOS_INLINE_FUNCTION void for_rows_of_item(const typename RowTeam<Exec>::Membe
   if constexpr (RowTeam<Exec>::gpu) {
     body(RowTeam<Exec>{member, static_cast<std::int64_t>(member.league_rank())});
   } else {
-    float* const scratch = plan.scratch_floats > 0 ? scratch_lines<float>(member.team_scratch(0), plan.scratch_floats) : nullptr;
-    const std::int64_t lo = static_cast<std::int64_t>(member.league_rank()) * plan.rows_per_item;
-    const std::int64_t hi = rows - lo < plan.rows_per_item ? rows : lo + plan.rows_per_item;
-    for (std::int64_t row = lo; row < hi; ++row) body(RowTeam<Exec>{member, row, plan.stream, scratch});
-#if !defined(__CUDA_ARCH__)
-    if (plan.stream) cpu::stream_fence();
-#endif
+    for_run_of_item<Exec>(member, rows, plan, [&](const std::int64_t first, const std::int64_t last, float* const scratch) {
+      for (std::int64_t row = first; row < last; ++row) body(RowTeam<Exec>{member, row, plan.stream, scratch});
+    });
   }
 }
 
@@ -825,6 +845,16 @@ void for_each_row(const char* label, const Exec& exec, std::int64_t rows, const 
   using Member = typename RowTeam<Exec>::Member;
   Kokkos::parallel_for(label, row_policy(label, exec, rows, plan),
                        KOKKOS_LAMBDA(const Member& member) { for_rows_of_item<Exec>(member, rows, plan, body); });
+}
+
+/// Host: run(first, last, scratch) for each work item of `plan` over [0, rows), its rows
+/// [first, last) in one call, for kernels that carry work from one row to the next
+/// (softmax_row_runs).
+template <class Exec, class Run>
+void for_each_row_run(const char* label, const Exec& exec, std::int64_t rows, const Run& run, const RowPlan& plan) {
+  using Member = typename RowTeam<Exec>::Member;
+  Kokkos::parallel_for(label, row_policy(label, exec, rows, plan),
+                       [=](const Member& member) { for_run_of_item<Exec>(member, rows, plan, run); });
 }
 
 }  // namespace rooftop::detail

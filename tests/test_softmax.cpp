@@ -163,6 +163,71 @@ TEST_CASE_TEMPLATE("a NaN or +Inf anywhere in a row makes that row NaN, masked e
   check_nan_and_inf_rows<T>([](const auto& x, const auto& y) { rooftop::softmax(Exec(), x, y); });
 }
 
+#if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
+TEST_CASE_TEMPLATE("softmax row runs (host): each row streamed out beside the next row's exponentials, the same values",
+                   T, ROOFTOP_ML_DTYPES) {
+  // Large host outputs whose rows are whole lines go through detail::softmax_row_runs; here it
+  // runs at every number of rows per work item, so that each kind of row falls first, inside
+  // and last in its run, and must give the values of the row-by-row path bit for bit, with the
+  // finite rows against float64 too. (Host only.)
+  if constexpr (detail::on_host<Exec>) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+    for (const std::int64_t cols : {64, 512}) {
+      CAPTURE(cols);
+      const std::int64_t rows = 11;
+      auto x = test::random_matrix<T>(rows, cols, -10, 10);
+      {
+        auto hx = Kokkos::create_mirror_view(x);
+        Kokkos::deep_copy(hx, x);
+        for (std::int64_t c = 0; c < cols; ++c) {
+          if (c % 3) hx(1, c) = T(-inf);                                          // two in three masked
+          hx(2, c) = T(-inf);                                                     // all masked
+          hx(3, c) = T(c % 2 ? 1e4f : -1e4f);                                    // huge logits
+          hx(4, c) = T(1e10f);                                                   // the max subtracted first
+          hx(5, c) = T(5e7f - 4.0f * static_cast<float>(c % 4));
+          hx(10, c) = T(-3e9f + 256.0f * static_cast<float>(c % 2));
+        }
+        hx(7, 5) = T(nan);
+        hx(8, 0) = T(inf);
+        Kokkos::deep_copy(x, hx);
+      }
+      const auto hx = host(x);
+      auto want = test::poisoned_matrix<T>(rows, cols);
+      {
+        test::StreamingThreshold stores(SIZE_MAX);  // row by row
+        rooftop::softmax(Exec(), x, want);
+      }
+      const auto hwant = host(want);
+      for (const std::int64_t per_item : {1, 2, 3, 4, 11}) {
+        CAPTURE(per_item);
+        detail::RowPlan plan;
+        plan.rows_per_item = per_item;
+        auto y = test::poisoned_matrix<T>(rows, cols);
+        detail::softmax_row_runs(Exec(), x, y, cols, plan);
+        auto z = test::contiguous_copy(x, std::make_index_sequence<2>{});  // in place
+        detail::softmax_row_runs(Exec(), z, z, cols, plan);
+        for (const auto& got : {host(y), host(z)}) {
+          std::int64_t differ = 0;
+          for (std::size_t i = 0; i < got.size(); ++i) differ += !(got[i] == hwant[i] || (std::isnan(got[i]) && std::isnan(hwant[i])));
+          CHECK(differ == 0);
+          for (std::int64_t c = 0; c < cols; ++c) {
+            CHECK(std::isnan(got[7 * cols + c]));
+            CHECK(std::isnan(got[8 * cols + c]));
+            CHECK(got[2 * cols + c] == 0.0);
+          }
+          // Rows 0 to 6 but the NaN row, and rows 9 and 10, against float64.
+          const auto finite = [&](std::int64_t first, std::int64_t last, const std::vector<double>& v) {
+            return std::vector<double>(v.begin() + first * cols, v.begin() + last * cols);
+          };
+          check_softmax<T>(finite(0, 7, hx), cols, finite(0, 7, got));
+          check_softmax<T>(finite(9, 11, hx), cols, finite(9, 11, got));
+        }
+      }
+    }
+  }
+}
+#endif
+
 namespace {
 /// softmax of x into y through the GPU's path, rows held in registers (R values per thread per
 /// chunk), with `team` threads per row on this backend.

@@ -13,10 +13,12 @@
 #include "avx512_warnings.hpp"
 #include "convert.hpp"
 #include "exp_vectors.hpp"
+#include "stream_vectors.hpp"
 
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #if defined(ROOFTOP_HAS_EXP_VECTORS) && defined(ROOFTOP_HAS_AVX512_CONVERT)
 #define ROOFTOP_HAS_AVX512_SOFTMAX 1
@@ -165,6 +167,41 @@ inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, fl
   // (x - 0 is x: the subtraction is left out of the rows that do not need it.)
   return sub == 0.0f ? pass(std::false_type{}) : pass(std::true_type{});
 }
+#endif
+
+#if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
+ROOFTOP_AVX512_WARNINGS_OFF
+/// softmax_exp_sum (the same exponentials into e and the same sum, for n a multiple of 16)
+/// while the previous row's output goes out beside it: out[c] = TOut(prev[c] * scale) for c in
+/// [0, n), each cache line streamed (stream_vectors, prefetching the lines of `ahead` at the same
+/// elements) as this row's exponentials at the same elements are computed. On its own the
+/// output pass is bound by the streaming stores and the exponentials by the core; side by
+/// side, each line's stores drain while the core computes (kernels/softmax.hpp,
+/// softmax_row_runs). out line-aligned, n a whole number of its lines; e and prev 64-byte
+/// aligned. The caller fences.
+template <class T, class TOut>
+inline float softmax_exp_sum_streaming(const T* x, float* e, std::int64_t n, float sub, float offset, TOut* out,
+                                       const float* prev, float scale, const Prefetch& ahead) {
+  const Floats log2e = splat(math::log2e), minus_offset = splat(-offset), shift = splat(sub), by = splat(scale);
+  auto pass = [&](auto shifted) {
+    // Registers alternate between two sums, as softmax_exp_sum's do.
+    Floats s = splat(0.0f), t = splat(0.0f);
+    stream_vectors(
+        out, n, ahead, [&](const std::int64_t c) { return *reinterpret_cast<const Floats*>(prev + c) * by; },
+        [&](const std::int64_t c, const std::int64_t count) {
+          for (std::int64_t q = c; q < c + count; q += float_lanes) {
+            const Floats v = load_floats(x + q);
+            const Floats z = detail::exp2_or_zero(fmadd(decltype(shifted)::value ? v - shift : v, log2e, minus_offset));
+            *reinterpret_cast<Floats*>(e + q) = z;
+            s += z;
+            std::swap(s, t);
+          }
+        });
+    return reduce_add(s + t);
+  };
+  return sub == 0.0f ? pass(std::false_type{}) : pass(std::true_type{});
+}
+ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
 }  // namespace rooftop::cpu

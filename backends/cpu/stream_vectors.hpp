@@ -40,16 +40,26 @@ ROOFTOP_AVX512_WARNINGS_ON
 /// RowTeam::vector_stream_row).
 #define ROOFTOP_HAS_VECTOR_ROWS 1
 ROOFTOP_AVX512_WARNINGS_OFF
+/// Nothing beside each line (stream_bits' default).
+struct NothingBeside {
+  void operator()(std::int64_t, std::int64_t) const {}
+};
+
 /// out[c, c + per register) from bits(c), the bits of those values of T as an integer register
 /// as wide as Floats, for c = 0, per register, ..., n - per register, each cache line streamed
 /// as soon as its values are computed, with the lines of `ahead` at the same elements
-/// prefetched into L2: out line-aligned, n a whole number of lines. The caller fences.
-template <class T, class Bits>
-[[gnu::always_inline]] inline void stream_bits(T* out, std::int64_t n, const Prefetch& ahead, const Bits& bits) {
+/// prefetched into L2: out line-aligned, n a whole number of lines. beside(c, count) runs
+/// before the line of elements [c, c + count) is computed: other work interleaved line by
+/// line, so that the core computes while the line goes out (softmax_exp_sum_streaming). The
+/// caller fences.
+template <class T, class Bits, class Beside = NothingBeside>
+[[gnu::always_inline]] inline void stream_bits(T* out, std::int64_t n, const Prefetch& ahead, const Bits& bits,
+                                               const Beside& beside = {}) {
   constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
   constexpr std::int64_t per_store = static_cast<std::int64_t>(sizeof(Floats) / sizeof(T));
   for (std::int64_t c = 0; c < n; c += line) {
     ahead.lines(c * ahead.element_bytes, (c + line) * ahead.element_bytes);
+    beside(c, line);
     for (std::int64_t q = 0; q < line; q += per_store) store_bits<true>(out + c + q, bits(c + q));
   }
 }
@@ -63,10 +73,10 @@ template <class T, class Bits>
 /// GB/s: rmsnorm 45-46 -> 49-52 at 0.91-0.96 of a hand-written loop beside it, softmax 44 ->
 /// 51-52; 16384x4096, bf16 / fp16: rmsnorm 27-31 / 25-29 -> 31-33 / 28-32, softmax 21-25 /
 /// 21-24 -> 23-26 / 24-27).
-template <class T, class F>
-[[gnu::always_inline]] inline void stream_vectors(T* out, std::int64_t n, const Prefetch& ahead, const F& f) {
+template <class T, class F, class Beside = NothingBeside>
+[[gnu::always_inline]] inline void stream_vectors(T* out, std::int64_t n, const Prefetch& ahead, const F& f, const Beside& beside = {}) {
   static_assert(has_float_lanes<T>, "stream_vectors: fp32, bf16 or fp16 outputs");
-  stream_bits(out, n, ahead, [&](const std::int64_t c) { return bits_of<T>(f, c); });
+  stream_bits(out, n, ahead, [&](const std::int64_t c) { return bits_of<T>(f, c); }, beside);
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
