@@ -11,9 +11,9 @@
 /// converted to the accumulation type and packed so that the innermost loop reads both
 /// contiguously; each thread then updates a register-blocked MR x NR block of C with
 /// MR * NR independent FMA chains per K step. Two drivers share that packing and micro-kernel:
-/// - CPUs (a team is one thread): the team's C tile (MC x NC, sized for L2) accumulates in
-///   scratch; for each KC-long slice of K the thread sweeps all its MR x NR blocks, keeping the
-///   B micro-panel in L1 while the A micro-panels stream from L2 (Goto's loop order).
+/// - CPUs (a team is one thread): the team's C tile (up to MC x NC) accumulates in scratch;
+///   for each KC-long slice of K the thread sweeps all its MR x NR blocks, keeping the B
+///   micro-panel in L1 while the A micro-panels stream from L2 (Goto's loop order).
 /// - GPUs (a team is TY x TX threads): each thread owns one MR x NR block whose accumulators stay
 ///   in registers for the whole K loop, in runs of `vec` consecutive rows and columns (rows
 ///   ty * vec + g * TY * vec + q, q < vec), so it reads each run from scratch in one vector load
@@ -33,6 +33,7 @@
 #include "../core/reduction.hpp"
 #include "../core/types.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -41,13 +42,21 @@ namespace rooftop {
 /// op(X) of gemm: X itself or its transpose.
 enum class Trans { none, transpose };
 
-/// Tile sizes of the CPU driver: a team's C tile is mc x nc, K advances kc at a time, and the
-/// register block is mr x nr (mr * nr / SIMD width accumulators: 12 of the 16 AVX2 registers).
-/// Chosen by measurement on a Zen 3 core (32 KiB L1d, 512 KiB L2): packed A (mc x kc) and C
-/// (mc x nc) stay in L2, one packed B micro-panel (kc x nr) in L1.
+/// Tile sizes of the CPU driver: a team's C tile is at most mc x nc (at least min_mc x min_nc,
+/// see cpu_gemm_tile), K advances kc at a time, and the register block is mr x nr (mr * nr /
+/// SIMD width accumulators: 12 of the 16 AVX2 registers). Chosen by measurement on a Zen 3
+/// core (32 KiB L1d, 512 KiB L2): packed A (mc x kc) stays in L2 and one packed B micro-panel
+/// (kc x nr) in L1, while the packed B (kc x nc) and the C tile are read from L2 or L3 once
+/// per K slice. A and B are packed once per tile and K slice, so the larger the tile, the less
+/// packing per FMA: at 96 x 128 the packing took a third of the time (n = 2048, 2 threads:
+/// 105 GFLOP/s, 150-163 with the packing skipped); at 288 x 512 (scratch program, GFLOP/s:
+/// 108-128 -> 125-147, three runs) it takes a fifth. `rooftop_vs_blas 2048`, builds
+/// alternated three times, ours / OpenBLAS: fp32 0.71-0.77 -> 0.83-0.91, fp64 0.65-0.73 ->
+/// 0.74-0.88 (with A's rows prefetched, below).
 template <class Acc>
 struct CpuGemmTiles {
-  static constexpr int mr = 6, nr = 64 / static_cast<int>(sizeof(Acc)), mc = 96, nc = 128, kc = 256 * 4 / static_cast<int>(sizeof(Acc));
+  static constexpr int mr = 6, nr = 64 / static_cast<int>(sizeof(Acc)), mc = 288, nc = 512, min_mc = 96, min_nc = 128,
+                       kc = 256 * 4 / static_cast<int>(sizeof(Acc));
 };
 
 /// Tile sizes of the GPU driver: TY x TX threads per team, each with an mr x nr register
@@ -178,12 +187,40 @@ inline void convert_run(const T* in, Acc* out, std::int64_t n) {
   }
 }
 
+/// The C tile of the CPU driver for an m x n product (batch of them) on `threads` threads: the
+/// largest of Tiles (mc x nc) that leaves at least four tiles per thread, halving the longer
+/// side (as a share of its largest) down to min_mc x min_nc; then evened out, so that the tiles
+/// along each side are as equal as whole register blocks allow (M = 2048: 8 tiles of 258 rows,
+/// not 7 of 288 and one of 32).
+template <class Tiles>
+void cpu_gemm_tile(std::int64_t batch, std::int64_t m, std::int64_t n, int threads, int& mc, int& nc) {
+  auto count = [](std::int64_t extent, int tile) { return (extent + tile - 1) / tile; };
+  mc = Tiles::mc;
+  nc = Tiles::nc;
+  while (batch * count(m, mc) * count(n, nc) < 4 * static_cast<std::int64_t>(threads) && (mc > Tiles::min_mc || nc > Tiles::min_nc)) {
+    if (nc > Tiles::min_nc && (mc <= Tiles::min_mc || nc * Tiles::mc >= mc * Tiles::nc)) {
+      nc = std::max(Tiles::min_nc, (nc / 2 + Tiles::nr - 1) / Tiles::nr * Tiles::nr);
+    } else {
+      mc = std::max(Tiles::min_mc, (mc / 2 + Tiles::mr - 1) / Tiles::mr * Tiles::mr);
+    }
+  }
+  auto even = [&](std::int64_t extent, int tile, int block) {
+    const std::int64_t tiles = std::max<std::int64_t>(count(extent, tile), 1);
+    return static_cast<int>(std::min<std::int64_t>(tile, (count(extent, static_cast<int>(tiles)) + block - 1) / block * block));
+  };
+  mc = even(m, mc, Tiles::mr);
+  nc = even(n, nc, Tiles::nr);
+}
+
 /// CPU driver: one thread per team, the team's C tile accumulated in scratch (see file comment).
 template <class Tiles, class Exec, class P>
 void gemm_cpu(const Exec& exec, const P& p) {
   using Acc = decltype(p.alpha);
-  constexpr int MR = Tiles::mr, NR = Tiles::nr, MC = Tiles::mc, NC = Tiles::nc, KC = Tiles::kc;
-  static_assert(MC % MR == 0 && NC % NR == 0, "gemm: CPU tile sizes must be multiples of the register block");
+  constexpr int MR = Tiles::mr, NR = Tiles::nr, KC = Tiles::kc;
+  static_assert(Tiles::mc % MR == 0 && Tiles::nc % NR == 0 && Tiles::min_mc % MR == 0 && Tiles::min_nc % NR == 0,
+                "gemm: CPU tile sizes must be multiples of the register block");
+  int MC = 0, NC = 0;
+  cpu_gemm_tile<Tiles>(p.batch, p.m, p.n, compat::concurrency(exec), MC, NC);
   // Tiles handed out dynamically: on a shared machine a core that is busy elsewhere takes
   // fewer of them instead of holding up the whole call.
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
@@ -214,10 +251,16 @@ void gemm_cpu(const Exec& exec, const P& p) {
       // one element at a time, a third of the fp32 driver's time at n = 1024 on one thread
       // (Zen 3 VM, perf). rooftop_vs_blas 2048, 2 threads, binaries alternated, ours /
       // OpenBLAS: fp32 0.41-0.49 (four runs) -> 0.45-0.56 (seven), fp64 0.60-0.64 -> 0.59-0.69.
+      constexpr int a_rows_ahead = 8;
       for (int ir = 0; ir < (mv + MR - 1) / MR; ++ir)
         for (int i = 0; i < MR; ++i) {
           const int row = ir * MR + i;
           Acc* dst = &as((ir * MR + i) * KC);
+#if !defined(__CUDA_ARCH__)
+          // The row a_rows_ahead on prefetched, as B's rows are below (n = 2048, 2 threads,
+          // scratch program, four alternations: fp32 1.02-1.05x, fp64 1.03-1.06x).
+          if (run_a && row + a_rows_ahead < mv) cpu::prefetch_run(p.a.address(bt, m0 + row + a_rows_ahead, k0), kc);
+#endif
           if (row < mv) {
             if (!run_a) {
               for (int kk = 0; kk < kc; ++kk) dst[kk] = p.a(bt, m0 + row, k0 + kk);

@@ -223,6 +223,61 @@ void check_driver(const Run& run, First first, Second second, Third third, Runs 
       });
 }
 
+/// Small tiles for the CPU driver: register blocks and C tiles that do not divide the test
+/// sizes, K slices of 8, tiles chosen between 4 x 8 and 12 x 16 (detail::cpu_gemm_tile).
+struct SmallCpuTiles {
+  static constexpr int mr = 2, nr = 4, mc = 12, nc = 16, min_mc = 4, min_nc = 8, kc = 8;
+};
+
+TEST_CASE_TEMPLATE("gemm's CPU driver with small tiles, on the host", T, double, float, rooftop::bf16) {
+  if constexpr (detail::on_host<Exec>) {
+    for_each_case<T, Kokkos::LayoutRight, Kokkos::LayoutRight>(
+        [&](Trans ta, const auto& a, Trans tb, const auto& b, std::int64_t m, std::int64_t n) {
+          auto c = random_mat<T, Kokkos::LayoutLeft>(m, n);
+          check_gemm(ta, a, tb, b, c, 2.0, 0.5, [&] {
+            detail::gemm_checked(Exec(), ta, a, tb, b, c, compute_t<T>(2), compute_t<T>(0.5),
+                                 [](const Exec& e, const auto& p) { detail::gemm_cpu<SmallCpuTiles>(e, p); });
+          });
+        });
+  }
+}
+
+TEST_CASE("gemm's CPU tile: whole register blocks, within the bounds, evened out") {
+  using Tiles = CpuGemmTiles<float>;
+  auto count = [](std::int64_t extent, int tile) { return (extent + tile - 1) / tile; };
+  for (const std::int64_t batch : {1, 3})
+    for (const std::int64_t m : {1, 5, 97, 300, 2048, 5001})
+      for (const std::int64_t n : {1, 17, 130, 1000, 2048, 7000})
+        for (const int threads : {1, 2, 16, 64}) {
+          CAPTURE(batch);
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(threads);
+          int mc = 0, nc = 0;
+          detail::cpu_gemm_tile<Tiles>(batch, m, n, threads, mc, nc);
+          CHECK(mc % Tiles::mr == 0);
+          CHECK(nc % Tiles::nr == 0);
+          CHECK((mc >= Tiles::mr && mc <= Tiles::mc));
+          CHECK((nc >= Tiles::nr && nc <= Tiles::nc));
+          // Evened out: no tile along a side is a whole register block larger than it needs to be.
+          CHECK(mc - Tiles::mr < (m + count(m, mc) - 1) / count(m, mc));
+          CHECK(nc - Tiles::nr < (n + count(n, nc) - 1) / count(n, nc));
+        }
+  int mc = 0, nc = 0;
+  detail::cpu_gemm_tile<Tiles>(1, 2048, 2048, 2, mc, nc);
+  CHECK(mc == 258);  // 8 tiles of 258 rows, not 7 of 288 and one of 32
+  CHECK(nc == 512);
+  detail::cpu_gemm_tile<Tiles>(1, 2048, 2048, 16, mc, nc);
+  CHECK(mc == 258);
+  CHECK(nc == 256);  // 64 tiles for 16 threads
+  detail::cpu_gemm_tile<Tiles>(1, 200, 200, 2, mc, nc);
+  CHECK(mc == 72);  // shrunk to 96 x 128, which leaves 6 tiles, then evened out: 3 x 2 tiles
+  CHECK(nc == 112);
+  detail::cpu_gemm_tile<Tiles>(4, 2048, 2048, 16, mc, nc);
+  CHECK(mc == 258);  // the largest tile, evened out: 4 x 8 x 4 tiles
+  CHECK(nc == 512);
+}
+
 TEST_CASE_TEMPLATE("gemm's GPU driver (register-blocked teams) on this backend", T, double, float, rooftop::bf16) {
   check_driver<T>(
       [](auto tiles, Trans ta, const auto& a, Trans tb, const auto& b, const auto& c, compute_t<T> alpha, compute_t<T> beta) {
