@@ -12,8 +12,8 @@
 /// out must be distinct, non-overlapping Views of the same extents (a Jacobi sweep reads only
 /// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
 /// Dense host grids are swept a run of rows at a time (stencil_rows), large ones with streaming
-/// stores and a prefetch of the next plane (on AVX2 hosts only where rows are whole cache
-/// lines, see StencilShape); 2-byte grids there where the host has AVX-512 or AVX2
+/// stores and a prefetch of the next plane (on AVX2 hosts 2-byte grids only where rows are
+/// whole cache lines, see StencilShape); 2-byte grids there where the host has AVX-512 or AVX2
 /// (cpu::stencil_span).
 #pragma once
 
@@ -44,21 +44,28 @@ struct StencilShape {
   static constexpr std::int64_t tile_i = 1;
   static constexpr std::int64_t tile_j = 4;
   static constexpr std::int64_t tile_k = gpu ? 64 : 1;  // in chunks
-  /// Host sweeps of large grids (stencil_rows): whether rows that are not whole cache lines are
-  /// streamed too, and whether sweeps with plain stores prefetch each row's neighbour in the
-  /// next plane (streamed ones do). Not on AVX2 hosts: on the 2-core Zen 3 VM, streaming paid
-  /// only where rows are whole lines, and the prefetch cost plain sweeps 2-20% (2 threads, a
-  /// scratch program calling stencil, best of six alternations, two runs, GB/s streamed ->
-  /// plain stores, both without the prefetch: fp32 323^3 13.7-18.6 -> 22.2-29.1, fp64 257^3
-  /// 21.3 -> 27.0, fp16 406^3 15.1 -> 16.6; but fp32 320^3 24.2 -> 21.4, fp64 256^3 27.9-29.3
-  /// -> 25.6-27.4; plain with the prefetch 0.6-5 lower. The harness, old and new binaries
-  /// alternated, GB/s: fp32 323^3 14.0-26.1 -> 20.5-27.5, fp16 406^3 9.7-15.4 -> 17.7-19.3,
-  /// bf16 10.4-13.5 -> 13.1-15.8; fp64 256^3 streamed without the prefetch 23.7-27.2 against
-  /// 24.9-30.9 with it, which it keeps). AVX-512 hosts keep the Zen 4 VM's choice (below).
+  /// Host sweeps of large grids (stencil_rows): whether grids of T whose rows are not whole
+  /// cache lines are streamed too, and whether sweeps with plain stores prefetch each row's
+  /// neighbour in the next plane (streamed ones do). On AVX2 hosts, 4- and 8-byte grids only,
+  /// and no prefetch. On the 2-core Zen 3 VM the prefetch cost plain sweeps 2-20% (2 threads, a
+  /// scratch program calling stencil, best of six alternations, two runs: plain with the
+  /// prefetch 0.6-5 GB/s lower). Streaming rows that are not whole lines lost there in the
+  /// nineteenth session (GB/s streamed -> plain stores, both without the prefetch: fp32 323^3
+  /// 13.7-18.6 -> 22.2-29.1, fp64 257^3 21.3 -> 27.0, fp16 406^3 15.1 -> 16.6; the harness,
+  /// builds alternated: bf16 406^3 10.4-13.5 -> 13.1-15.8) and paid for fp32 and fp64 in the
+  /// twenty-first (stencil_rows called directly, plain against streamed with the prefetch,
+  /// medians of eight alternations, six runs: fp32 323^3 18.1-24.0 -> 23.3-27.6, 321^3
+  /// 22.3-22.6 -> 26.9-27.4, fp64 257^3 22.5-23.5 -> 25.3-30.4; bf16 and fp16 406^3 lost,
+  /// 12.8-17.6 -> 12.5-15.5). Whole-line rows stream either way (fp32 320^3 21.4 -> 24.2, fp64
+  /// 256^3 25.6-27.4 -> 27.9-29.3). AVX-512 hosts keep the Zen 4 VM's choice (below).
 #if defined(ROOFTOP_HAS_AVX2_LANES)
-  static constexpr bool host_streams_partial_lines = false, host_plain_prefetches = false;
+  template <class T>
+  static constexpr bool host_streams_partial_lines = sizeof(T) >= 4;
+  static constexpr bool host_plain_prefetches = false;
 #else
-  static constexpr bool host_streams_partial_lines = true, host_plain_prefetches = true;
+  template <class T>
+  static constexpr bool host_streams_partial_lines = true;
+  static constexpr bool host_plain_prefetches = true;
 #endif
 };
 
@@ -187,7 +194,7 @@ void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c
     };
     if (dense(in) && dense(out)) {
       const bool whole_lines = nz * static_cast<std::int64_t>(sizeof(T)) % 64 == 0;
-      if (detail::streams<T>(nx * ny * nz) && (whole_lines || Shape::host_streams_partial_lines)) {
+      if (detail::streams<T>(nx * ny * nz) && (whole_lines || Shape::template host_streams_partial_lines<T>)) {
         detail::stencil_rows<true>(exec, in.data(), out.data(), nx, ny, nz, a, b);
         return;
       }
