@@ -101,6 +101,15 @@ auto contiguous_copy(const View& v, std::index_sequence<r...>) {
   return out;
 }
 
+/// Edits v's elements on the host: edit(h) on a host mirror holding them, then copied back.
+template <class View, class Edit>
+void edit(const View& v, const Edit& edit_host) {
+  auto h = Kokkos::create_mirror_view(v);
+  Kokkos::deep_copy(h, v);
+  edit_host(h);
+  Kokkos::deep_copy(v, h);
+}
+
 /// A host View holding v's elements, at the same indices, for any layout: Kokkos copies between
 /// memory spaces only whole contiguous spans, so a strided device View (a subview, a
 /// LayoutStride batch) goes through a contiguous copy on the device first. Always a copy.

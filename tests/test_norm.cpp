@@ -90,15 +90,12 @@ TEST_CASE_TEMPLATE("layernorm: rows with outliers at the start, in the middle an
     CAPTURE(cols);
     const std::int64_t rows = 6;
     auto x = test::random_matrix<T>(rows, cols, -1, 1);
-    {
-      auto hx = Kokkos::create_mirror_view(x);
-      Kokkos::deep_copy(hx, x);
+    test::edit(x, [&](const auto& hx) {
       for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t at = r % 3 == 0 ? 0 : r % 3 == 1 ? cols / 2 : cols - 16;  // start, middle, end
         for (std::int64_t c = at; c < at + 16; ++c) hx(r, c) = T(r < 3 ? 500.0f + float(c % 5) : -60.0f - float(c % 3));
       }
-      Kokkos::deep_copy(x, hx);
-    }
+    });
     auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
     const auto hx = host(x);
     auto y = test::poisoned_matrix<T>(rows, cols);

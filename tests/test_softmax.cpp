@@ -176,21 +176,18 @@ TEST_CASE_TEMPLATE("softmax row runs (host): each row streamed out beside the ne
       CAPTURE(cols);
       const std::int64_t rows = 11;
       auto x = test::random_matrix<T>(rows, cols, -10, 10);
-      {
-        auto hx = Kokkos::create_mirror_view(x);
-        Kokkos::deep_copy(hx, x);
+      test::edit(x, [&](const auto& hx) {
         for (std::int64_t c = 0; c < cols; ++c) {
-          if (c % 3) hx(1, c) = T(-inf);                                          // two in three masked
-          hx(2, c) = T(-inf);                                                     // all masked
-          hx(3, c) = T(c % 2 ? 1e4f : -1e4f);                                    // huge logits
-          hx(4, c) = T(1e10f);                                                   // the max subtracted first
-          hx(5, c) = T(5e7f - 4.0f * static_cast<float>(c % 4));
+          if (c % 3) hx(1, c) = T(-inf);                          // two in three masked
+          hx(2, c) = T(-inf);                                     // all masked
+          hx(3, c) = T(c % 2 ? 1e4f : -1e4f);                     // huge logits
+          hx(4, c) = T(1e10f);                                    // the max subtracted first
+          hx(5, c) = T(5e7f - 4.0f * static_cast<float>(c % 4));  // large, close together
           hx(10, c) = T(-3e9f + 256.0f * static_cast<float>(c % 2));
         }
         hx(7, 5) = T(nan);
         hx(8, 0) = T(inf);
-        Kokkos::deep_copy(x, hx);
-      }
+      });
       const auto hx = host(x);
       auto want = test::poisoned_matrix<T>(rows, cols);
       {
@@ -248,15 +245,12 @@ void check_register_softmax() {
   for (const std::int64_t cols : {std::int64_t(1), std::int64_t(R - 1), span - 1, span, span + 1, 3 * span - 5}) {
     CAPTURE(cols);
     auto x = test::random_matrix<T>(5, cols, -10, 10);
-    {  // row 0: every third entry masked; row 1: all masked
-      auto hx = Kokkos::create_mirror_view(x);
-      Kokkos::deep_copy(hx, x);
+    test::edit(x, [&](const auto& hx) {  // row 0: every third entry masked; row 1: all masked
       for (std::int64_t c = 0; c < cols; ++c) {
         if (c % 3 == 1) hx(0, c) = T(-std::numeric_limits<float>::infinity());
         hx(1, c) = T(-std::numeric_limits<float>::infinity());
       }
-      Kokkos::deep_copy(x, hx);
-    }
+    });
     auto y = test::poisoned_matrix<T>(5, cols);
     register_softmax<R>(team, x, y);
     check_softmax<T>(host(x), cols, host(y));
