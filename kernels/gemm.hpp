@@ -50,7 +50,7 @@ enum class Trans { none, transpose };
 /// per K slice. A and B are packed once per tile and K slice, so the larger the tile, the less
 /// packing per FMA: at 96 x 128 the packing took a third of the time (n = 2048, 2 threads:
 /// 105 GFLOP/s, 150-163 with the packing skipped); at 288 x 512 (scratch program, GFLOP/s:
-/// 108-128 -> 125-147, three runs) it takes a fifth. `rooftop_vs_blas 2048`, builds
+/// 108-128 -> 125-147, five runs) it takes a fifth. `rooftop_vs_blas 2048`, builds
 /// alternated three times, ours / OpenBLAS: fp32 0.71-0.77 -> 0.83-0.91, fp64 0.65-0.73 ->
 /// 0.74-0.88 (with A's rows prefetched, below).
 template <class Acc>
@@ -258,7 +258,7 @@ void gemm_cpu(const Exec& exec, const P& p) {
           Acc* dst = &as((ir * MR + i) * KC);
 #if !defined(__CUDA_ARCH__)
           // The row a_rows_ahead on prefetched, as B's rows are below (n = 2048, 2 threads,
-          // scratch program, four alternations: fp32 1.02-1.05x, fp64 1.03-1.06x).
+          // scratch program, two runs of six alternations: fp32 1.02-1.05x, fp64 1.02-1.06x).
           if (run_a && row + a_rows_ahead < mv) cpu::prefetch_run(p.a.address(bt, m0 + row + a_rows_ahead, k0), kc);
 #endif
           if (row < mv) {
