@@ -283,10 +283,11 @@ void stream_values(T* out, std::int64_t n, const Value& value, const cpu::Prefet
 }
 
 /// Whether stream_lines writes T: fp32 and fp64, and bf16 and fp16 where the host converts
-/// and streams them a line at a time in AVX-512 registers (cpu::stream_narrowed_line).
+/// and streams them a line at a time in AVX-512 or AVX2 registers (cpu::widen_line,
+/// cpu::stream_narrowed_line).
 template <class T>
 inline constexpr bool streams_lines = std::is_same_v<T, float> || std::is_same_v<T, double>
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+#if defined(ROOFTOP_HAS_LINE_CONVERT)
                                       || (sizeof(T) == 2 && cpu::has_float_lanes<T>)
 #endif
     ;
@@ -299,13 +300,13 @@ void stream_lines_of(std::index_sequence<k...>, T* out, std::int64_t n, const F&
   for (; j < head; ++j) out[j] = T(f(j, cpu::to_compute(in[j])...));
   for (; j + line <= n; j += line) {
     if constexpr (sizeof(T) == 2) {
-#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+#if defined(ROOFTOP_HAS_LINE_CONVERT)
       alignas(64) float wide[sizeof...(In)][line];
       (cpu::widen_line(in + j, wide[k]), ...);
       alignas(64) float values[line];
       ROOFTOP_SIMD
       for (std::int64_t q = 0; q < line; ++q) values[q] = f(j + q, wide[k][q]...);
-      cpu::stream_narrowed_line(out + j, _mm512_load_ps(values), _mm512_load_ps(values + 16));
+      cpu::stream_narrowed_line(out + j, values);
 #endif
     } else {
       alignas(64) T values[line];
@@ -330,7 +331,7 @@ void stream_lines_of(std::index_sequence<k...>, T* out, std::int64_t n, const F&
 /// 39 -> 45, beside copy at 54).
 template <class T, class F, class... In>
 void stream_lines(T* out, std::int64_t n, const F& f, const In*... in) {
-  static_assert(streams_lines<T>, "stream_lines: fp32 or fp64, or bf16 or fp16 with AVX-512");
+  static_assert(streams_lines<T>, "stream_lines: fp32 or fp64, or bf16 or fp16 with AVX-512 or AVX2");
   stream_lines_of(std::index_sequence_for<In...>{}, out, n, f, in...);
 }
 
@@ -379,6 +380,20 @@ enum class Stores { plain, streamed_when_large };
 template <class T>
 constexpr Stores light_op_stores() {
   return sizeof(T) >= 4 || cpu::streams_narrowed<std::remove_cv_t<T>> ? Stores::streamed_when_large : Stores::plain;
+}
+
+/// Stores for the STREAM ops (scale, add, triad: inputs of out's type and an add and a multiply
+/// at most): as light_op_stores, and streamed for 2-byte T wherever stream_lines converts it a
+/// line at a time in registers, AVX2 hosts included (there light_op_stores keeps plain stores
+/// for 2-byte values narrowed through L1 blocks, see cpu::streams_narrowed). Zen 3 VM (AVX2),
+/// `rooftop --quick --ops copy,scale,add,triad --dtypes bf16,fp16`, the previous build (plain
+/// stores through convert_map's blocks) and this one alternated three times, GB/s: scale bf16
+/// 19.5-23.9 -> 31.7-37.4, fp16 22.3-25.2 -> 34.5-35.5; add bf16 25.1-29.9 -> 35.0-39.7, fp16
+/// 25.6-31.5 -> 38.7-46.9; triad bf16 21.5-27.4 -> 31.9-39.0, fp16 25.0-32.2 -> 40.6-49.5
+/// (paired fractions 0.49-0.72 -> 0.82-1.02; copy 33-50 meanwhile).
+template <class T>
+constexpr Stores stream_op_stores() {
+  return streams_lines<std::remove_cv_t<T>> ? Stores::streamed_when_large : light_op_stores<T>();
 }
 
 /// Elements of T each GPU thread of write_elements_gpu handles: 32 bytes of output.

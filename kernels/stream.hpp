@@ -72,7 +72,7 @@ void scale(const Exec& exec, double alpha, const X& x, const Y& y) {
   using C = compute_t<T>;
   detail::require_same_shape("scale", "x", x, "y", y);
   const C a = static_cast<C>(alpha);
-  detail::map_inputs<detail::light_op_stores<T>()>("rooftop::scale", exec, y,
+  detail::map_inputs<detail::stream_op_stores<T>()>("rooftop::scale", exec, y,
                                                        KOKKOS_LAMBDA(const std::int64_t, const C v) { return a * v; }, x);
 }
 template <class X, class Y>
@@ -94,7 +94,7 @@ void add(const Exec& exec, const X& x, const Y& y, const Z& z) {
   using C = compute_t<T>;
   detail::require_same_shape("add", "x", x, "y", y);
   detail::require_same_shape("add", "x", x, "z", z);
-  detail::map_inputs<detail::light_op_stores<T>()>("rooftop::add", exec, z,
+  detail::map_inputs<detail::stream_op_stores<T>()>("rooftop::add", exec, z,
                                                        KOKKOS_LAMBDA(const std::int64_t, const C u, const C v) { return u + v; }, x, y);
 }
 template <class X, class Y, class Z>
@@ -117,7 +117,7 @@ void triad(const Exec& exec, double alpha, const X& x, const Y& y, const Z& z) {
   detail::require_same_shape("triad", "x", x, "y", y);
   detail::require_same_shape("triad", "x", x, "z", z);
   const C a = static_cast<C>(alpha);
-  detail::map_inputs<detail::light_op_stores<T>()>("rooftop::triad", exec, z,
+  detail::map_inputs<detail::stream_op_stores<T>()>("rooftop::triad", exec, z,
                                                        KOKKOS_LAMBDA(const std::int64_t, const C u, const C v) { return u + a * v; }, x, y);
 }
 template <class X, class Y, class Z>

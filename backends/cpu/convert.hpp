@@ -59,6 +59,8 @@ inline constexpr bool narrows_in_blocks =
 /// 48-51 (1.01-1.03), scale 36-39 -> 49-53, add 37-39 -> 44-49, triad 37-41 -> 45-50. With
 /// AVX2's eight at a time (and more instructions for bf16) the conversions bound the loop and
 /// streaming lost (bf16 scale, triad, relu on the Zen 3 VM: 0.81-0.89x): plain stores there.
+/// (Those were blocks narrowed through L1; the STREAM ops, converted a line at a time in
+/// registers, stream on AVX2 hosts as well: core/parallel.hpp's stream_op_stores.)
 template <class T>
 inline constexpr bool streams_narrowed =
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)
@@ -237,6 +239,14 @@ template <class T>
   return load16(p);
 #else
   return load8(p);
+#endif
+}
+/// v as sixteen (AVX-512) or eight (AVX2) floats at p, aligned to a register.
+[[gnu::always_inline]] inline void store_floats(float* p, Floats v) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  _mm512_store_ps(p, v);
+#else
+  _mm256_store_ps(p, v);
 #endif
 }
 /// v in every lane.

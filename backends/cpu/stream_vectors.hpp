@@ -17,20 +17,31 @@ namespace rooftop::cpu {
 
 #if defined(ROOFTOP_HAS_AVX512_CONVERT) && defined(ROOFTOP_HAS_STREAMING_STORES)
 #define ROOFTOP_HAS_STREAM_VECTORS 1
+#endif
+
+#if defined(ROOFTOP_HAS_STREAM_VECTORS) || (defined(ROOFTOP_HAS_AVX2_LANES) && defined(ROOFTOP_HAS_WHOLE_LINES))
+/// A cache line of a 2-byte T converted whole in registers, both ways (AVX-512 and AVX2 hosts):
+/// core/parallel.hpp's stream_lines, for the elementwise ops whose inputs are out's type.
+#define ROOFTOP_HAS_LINE_CONVERT 1
 ROOFTOP_AVX512_WARNINGS_OFF
-/// Streams the 64-byte line out (aligned) of a 2-byte T: the 32 floats of lo and hi narrowed
-/// as cpu::narrow does (narrow32).
+/// Streams the 64-byte line out (aligned) of a 2-byte T: the 32 floats at values (aligned)
+/// narrowed as cpu::narrow does (narrow32 with AVX-512, two narrow16 with AVX2).
 template <class T>
-[[gnu::always_inline]] inline void stream_narrowed_line(T* out, __m512 lo, __m512 hi) {
-  _mm512_stream_si512(reinterpret_cast<__m512i*>(out), narrow32<T>(lo, hi));
+[[gnu::always_inline]] inline void stream_narrowed_line(T* out, const float* values) {
+  static_assert(sizeof(T) == 2, "stream_narrowed_line: bf16 or fp16");
+#if defined(ROOFTOP_HAS_STREAM_VECTORS)
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(out), narrow32<T>(_mm512_load_ps(values), _mm512_load_ps(values + 16)));
+#else
+  store_bits<true>(out, narrow16<T>(_mm256_load_ps(values), _mm256_load_ps(values + 8)));
+  store_bits<true>(out + 16, narrow16<T>(_mm256_load_ps(values + 16), _mm256_load_ps(values + 24)));
+#endif
 }
 
 /// The 32 values of a 2-byte T at in (unaligned) as floats into w (aligned).
 template <class T>
 [[gnu::always_inline]] inline void widen_line(const T* in, float* w) {
   static_assert(sizeof(T) == 2, "widen_line: bf16 or fp16");
-  _mm512_store_ps(w, load16(in));
-  _mm512_store_ps(w + 16, load16(in + 16));
+  for (int q = 0; q < 32; q += static_cast<int>(float_lanes)) store_floats(w + q, load_floats(in + q));
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
