@@ -266,6 +266,18 @@ Acc reduce_blocks(const char* label, const Exec& exec, std::int64_t n, Acc ident
   }
 }
 
+/// The sum over [0, n) of blocks whose ReductionShape::lanes partials host vector code fills
+/// itself, partials(begin, end, part) (part aligned to 64 bytes), combined as fold_lanes
+/// combines its own: bf16/fp16 sum, nrm2 and dot in registers (backends/cpu/row_sums.hpp).
+template <class Acc, class Exec, class Partials>
+Acc reduce_partials(const char* label, const Exec& exec, std::int64_t n, const Partials& partials) {
+  return reduce_blocks(label, exec, n, Acc(0), Plus{}, [=](const std::int64_t begin, const std::int64_t end) {
+    alignas(64) Acc part[ReductionShape<Exec, Acc>::lanes];
+    partials(begin, end, part);
+    return combine_lanes(part, Plus{});
+  });
+}
+
 /// Folds value(i) for i in [0, n) with `combine` (associative and commutative, identity
 /// `identity`) and returns the result; value(i) returns Acc. The order of the fold is fixed
 /// for a given n and thread count.

@@ -19,24 +19,6 @@
 
 namespace rooftop {
 
-#if defined(ROOFTOP_HAS_AVX512_CONVERT)
-namespace detail {
-/// The sum of the contiguous host View x's work-item blocks as reduce_inputs folds them (the
-/// same blocks, partials and combining order, so the same result), with partials(p, n, part)
-/// filling the block's ReductionShape lanes partials of Acc in registers (backends/cpu/row_sums.hpp).
-template <class Acc, class Exec, class X, class Partials>
-Acc sum_of_partials(const char* label, const Exec& exec, const X& x, const Partials& partials) {
-  const auto* const data = x.data();
-  return reduce_blocks(label, exec, static_cast<std::int64_t>(x.extent(0)), Acc(0), Plus{},
-                       [=](const std::int64_t begin, const std::int64_t end) {
-                         Acc part[ReductionShape<Exec, Acc>::lanes];
-                         partials(data + begin, end - begin, part);
-                         return combine_lanes(part, Plus{});
-                       });
-}
-}  // namespace detail
-#endif
-
 // ---- sum -------------------------------------------------------------------------------------
 
 /// sum_i x_i, accumulated in compute_t (fp32 for fp32/bf16/fp16, fp64 for fp64); 0 if empty.
@@ -44,17 +26,20 @@ template <class Exec, class X>
 compute_t<typename X::value_type> sum(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
   using C = compute_t<typename X::value_type>;
-#if defined(ROOFTOP_HAS_AVX512_CONVERT)
-  // Contiguous bf16/fp16 on an AVX-512 host: the fold's partials in registers, each value
-  // widened as it is loaded (cpu::sum_partials; the same result). 2 threads, Zen 5 VM, scratch
-  // program, two alternations, median GB/s: fp16 2^21 (in cache) 66 -> 110, 2^27 51 -> 56-57;
-  // bf16 95 -> 105, 46-48 -> 54.
+#if defined(ROOFTOP_HAS_FLOAT_LANES)
+  // Contiguous bf16/fp16 on an AVX-512 or AVX2 host: the fold's partials in registers, each
+  // value widened as it is loaded (cpu::sum_partials; the same result). 2 threads, Zen 5 VM,
+  // scratch program, two alternations, median GB/s: fp16 2^21 (in cache) 66 -> 110, 2^27 51 ->
+  // 56-57; bf16 95 -> 105, 46-48 -> 54. Zen 3 VM (AVX2): see nrm2.
   using T = typename X::non_const_value_type;
   if constexpr (detail::on_host<Exec> && sizeof(T) == 2) {
-    if (x.stride(0) == 1)
-      return detail::sum_of_partials<float>("rooftop::sum", exec, x, [](const T* p, std::int64_t n, auto& part) {
-        cpu::sum_partials(p, n, part);
-      });
+    if (x.stride(0) == 1) {
+      const T* const data = x.data();
+      return detail::reduce_partials<float>("rooftop::sum", exec, static_cast<std::int64_t>(x.extent(0)),
+                                            [=](const std::int64_t begin, const std::int64_t end, float(&part)[cpu::float_partials]) {
+                                              cpu::sum_partials(data + begin, end - begin, part);
+                                            });
+    }
   }
 #endif
   return detail::reduce_inputs(
@@ -87,11 +72,11 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
   using T = typename X::non_const_value_type;
 #if defined(ROOFTOP_HAS_BITS_MAX)
   if constexpr (detail::on_host<Exec> && sizeof(T) == 2) {
-    // Contiguous bf16/fp16 on an AVX-512BW host: each work item's block compared on its bits
-    // (cpu::max_of_bits), nothing widened. Against the widened blocks below, 2 threads, Zen 5
-    // VM, scratch program, two alternations, median GB/s: bf16 2^22 (in cache) 43 -> 82-99;
-    // 2^27 38-39 -> 37-40 (best 41-43 -> 47), fp16 34-40 -> 36-40, at fp32's rate (41-51)
-    // from memory.
+    // Contiguous bf16/fp16 on an AVX-512BW or AVX2 host: each work item's block compared on
+    // its bits (cpu::max_of_bits), nothing widened. Against blocks of 256 widened into L1 and
+    // put through cpu::nan_max, 2 threads, Zen 5 VM, scratch program, two alternations, median
+    // GB/s: bf16 2^22 (in cache) 43 -> 82-99; 2^27 38-39 -> 37-40 (best 41-43 -> 47), fp16
+    // 34-40 -> 36-40, at fp32's rate (41-51) from memory. Zen 3 VM (AVX2): see nrm2.
     if (x.stride(0) == 1) {
       const T* const data = x.data();
       const auto inf_bits = T(std::numeric_limits<float>::infinity()).bits;
@@ -102,25 +87,6 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
     }
   }
 #endif
-  if constexpr (detail::on_host<Exec> && sizeof(T) == 2 && cpu::has_vector_max<float> && cpu::narrows_in_blocks<T>) {
-    // Contiguous bf16/fp16 on an AVX host: 256 at a time widened into L1 (cpu::widen), each
-    // block through cpu::nan_max (the portable fold converts and selects element by element).
-    if (x.stride(0) == 1) {
-      const T* const data = x.data();
-      return detail::reduce_blocks("rooftop::max", exec, n, -std::numeric_limits<float>::infinity(), detail::NanMax{},
-                                   [=](const std::int64_t begin, const std::int64_t end) {
-                                     constexpr std::int64_t block = 256;
-                                     alignas(64) float wide[block];
-                                     float m = -std::numeric_limits<float>::infinity();
-                                     for (std::int64_t s = begin; s < end; s += block) {
-                                       const std::int64_t count = end - s < block ? end - s : block;
-                                       cpu::widen(data + s, wide, count);
-                                       m = detail::NanMax{}(m, cpu::nan_max(wide, count));
-                                     }
-                                     return m;
-                                   });
-    }
-  }
   return detail::reduce_inputs(
       "rooftop::max", exec, n, -std::numeric_limits<C>::infinity(), KOKKOS_LAMBDA(const C v) { return v; }, detail::NanMax{}, x);
 }
@@ -140,16 +106,28 @@ template <class Exec, class X>
 compute_t<typename X::value_type> nrm2(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
   using C = compute_t<typename X::value_type>;
-#if defined(ROOFTOP_HAS_AVX512_CONVERT)
-  // Contiguous fp16 on an AVX-512 host: as sum (cpu::sum_square_partials), where the portable
-  // fold reads a copy widened into L1 (2 threads, Zen 5 VM, scratch program, two alternations,
-  // median GB/s: 2^21 in cache 50 -> 59, 2^27 45 -> 49-50). bf16 keeps the portable fold
-  // (GCC vectorizes its conversion): 2^27 52 against 49-50 this way, 56 against 59-60 in cache.
+#if defined(ROOFTOP_HAS_FLOAT_LANES)
+  // Contiguous 2-byte values on an AVX-512 or AVX2 host as sum (cpu::sum_square_partials), where
+  // the portable fold reads fp16 through a copy widened into L1: fp16 on both, bf16 on AVX2
+  // hosts. AVX-512, 2 threads, Zen 5 VM, scratch program, two alternations, median GB/s: fp16
+  // 2^21 in cache 50 -> 59, 2^27 45 -> 49-50; bf16 kept the portable fold there (GCC vectorizes
+  // its conversion): 2^27 52 against 49-50 this way, 56 against 59-60 in cache. Zen 3 VM
+  // (AVX2), `rooftop --quick --ops copy,sum,dot,nrm2,max --dtypes bf16,fp16`, the previous build
+  // (portable folds, fp16 through copies widened into L1, max through blocks widened for
+  // cpu::nan_max) and this one alternated three times, GB/s: nrm2 bf16 15.1-16.5 -> 18.7-22.8,
+  // fp16 15.9-17.3 -> 21.1-21.4; max bf16 14.4-16.6 -> 22.3-25.4, fp16 16.5-18.7 -> 22.5-26.0;
+  // sum bf16 23.4-27.6 -> 24.4-31.0, fp16 19.1-22.8 -> 22.6-25.9; dot bf16 19.3-28.6 ->
+  // 23.9-27.6, fp16 21.0-24.2 -> 22.6-29.5 (copy 37-60 meanwhile).
   using T = typename X::non_const_value_type;
-  if constexpr (detail::on_host<Exec> && std::is_same_v<T, fp16>) {
-    if (x.stride(0) == 1)
-      return static_cast<C>(std::sqrt(detail::sum_of_partials<double>(
-          "rooftop::nrm2", exec, x, [](const T* p, std::int64_t n, auto& part) { cpu::sum_square_partials(p, n, part); })));
+  if constexpr (detail::on_host<Exec> && (std::is_same_v<T, fp16> || (std::is_same_v<T, bf16> && cpu::float_lanes == 8))) {
+    if (x.stride(0) == 1) {
+      const T* const data = x.data();
+      return static_cast<C>(std::sqrt(detail::reduce_partials<double>(
+          "rooftop::nrm2", exec, static_cast<std::int64_t>(x.extent(0)),
+          [=](const std::int64_t begin, const std::int64_t end, double(&part)[cpu::double_partials]) {
+            cpu::sum_square_partials(data + begin, end - begin, part);
+          })));
+    }
   }
 #endif
   const double sum_squares = detail::reduce_inputs(

@@ -16,6 +16,7 @@
 #include "../core/parallel.hpp"
 #include "../core/reduction.hpp"
 #include "../core/types.hpp"
+#include "../backends/cpu/row_sums.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -138,6 +139,23 @@ compute_t<typename X::value_type> dot(const Exec& exec, const X& x, const Y& y) 
   using C = compute_t<typename X::value_type>;
   static_assert(std::is_same_v<C, compute_t<typename Y::value_type>>, "dot: x and y must share a compute type");
   detail::require_same_shape("dot", "x", x, "y", y);
+#if defined(ROOFTOP_HAS_FLOAT_LANES)
+  // Contiguous bf16/fp16 on an AVX-512 or AVX2 host: the fold's partials in registers, each
+  // value widened as it is loaded (cpu::dot_partials), where the portable fold converted
+  // element by element (bf16) or read copies widened into L1 (fp16). Zen 3 VM: see nrm2 in
+  // kernels/reduce.hpp.
+  using T = typename X::non_const_value_type;
+  if constexpr (detail::on_host<Exec> && sizeof(T) == 2 && std::is_same_v<typename Y::non_const_value_type, T>) {
+    if (x.stride(0) == 1 && y.stride(0) == 1) {
+      const T* const xp = x.data();
+      const T* const yp = y.data();
+      return detail::reduce_partials<float>("rooftop::dot", exec, static_cast<std::int64_t>(x.extent(0)),
+                                            [=](const std::int64_t begin, const std::int64_t end, float(&part)[cpu::float_partials]) {
+                                              cpu::dot_partials(xp + begin, yp + begin, end - begin, part);
+                                            });
+    }
+  }
+#endif
   return detail::reduce_inputs(
       "rooftop::dot", exec, static_cast<std::int64_t>(x.extent(0)), C(0), KOKKOS_LAMBDA(const C a, const C b) { return a * b; },
       detail::Plus{}, x, y);

@@ -94,7 +94,7 @@ TEST_CASE_TEMPLATE("max: a NaN at every position of a short vector, infinities w
 }
 
 TEST_CASE_TEMPLATE("max of two-byte values: every bit pattern, runs of negatives, negative NaN", T, rooftop::bf16, rooftop::fp16) {
-  // On AVX-512BW hosts bf16/fp16 max compares bits (cpu::max_of_bits): a signed max, an
+  // On AVX-512BW and AVX2 hosts bf16/fp16 max compares bits (cpu::max_of_bits): a signed max, an
   // unsigned min for rows with no non-negative value, and NaN on either side of the sign.
   std::mt19937_64 rng(test::next_seed());
   std::vector<std::uint16_t> all(65536), negatives;

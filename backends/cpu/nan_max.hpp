@@ -100,59 +100,80 @@ T nan_max(const T* x, std::int64_t n) {
   return nan ? std::numeric_limits<T>::quiet_NaN() : m;
 }
 
-#if !defined(__CUDA_ARCH__) && defined(__AVX512BW__)
+#if !defined(__CUDA_ARCH__) && (defined(__AVX512BW__) || defined(__AVX2__))
 #define ROOFTOP_HAS_BITS_MAX 1
+namespace detail {
+/// A vector register of 16-bit lanes and the comparisons max_of_bits needs: 32 lanes with
+/// AVX-512BW, 16 with AVX2.
+struct BitsVector {
+#if defined(__AVX512BW__)
+  using V = __m512i;
+  static constexpr int width = 32;
+  static V load(const void* p) { return _mm512_loadu_si512(p); }
+  static V set1(std::uint16_t v) { return _mm512_set1_epi16(static_cast<short>(v)); }
+  static V max_signed(V a, V b) { return _mm512_max_epi16(a, b); }
+  static V min_unsigned(V a, V b) { return _mm512_min_epu16(a, b); }
+  static V max_unsigned(V a, V b) { return _mm512_max_epu16(a, b); }
+  static void store(void* p, V v) { _mm512_storeu_si512(p, v); }
+#else
+  using V = __m256i;
+  static constexpr int width = 16;
+  static V load(const void* p) { return _mm256_loadu_si256(static_cast<const V*>(p)); }
+  static V set1(std::uint16_t v) { return _mm256_set1_epi16(static_cast<short>(v)); }
+  static V max_signed(V a, V b) { return _mm256_max_epi16(a, b); }
+  static V min_unsigned(V a, V b) { return _mm256_min_epu16(a, b); }
+  static V max_unsigned(V a, V b) { return _mm256_max_epu16(a, b); }
+  static void store(void* p, V v) { _mm256_storeu_si256(static_cast<V*>(p), v); }
 #endif
+};
+}  // namespace detail
 
-#if defined(ROOFTOP_HAS_BITS_MAX)
 /// max of x[0, n) for a 2-byte sign-magnitude float T (bf16, fp16) whose exponent field is all
 /// ones at `inf_bits` (0x7f80, 0x7c00), as float: NaN (quiet) if any element is NaN, -Inf if n
-/// = 0. Compared on the bits, 32 per instruction, nothing widened: read as int16, the
-/// non-negative values order as their values and are above every negative one, so the largest
-/// signed is the max wherever one is non-negative; otherwise the max is the negative of least
-/// magnitude, the smallest unsigned. NaN is a largest signed above +Inf or a largest unsigned
-/// above -Inf. Three running values per vector (vpmaxsw, vpminuw, vpmaxuw), four vectors at
-/// a time; the tail masked. (+0 beats -0 here; the fold's order decides that elsewhere.)
+/// = 0. Compared on the bits, a register of them per instruction (32 with AVX-512BW, 16 with
+/// AVX2), nothing widened: read as int16, the non-negative values order as their values and are
+/// above every negative one, so the largest signed is the max wherever one is non-negative;
+/// otherwise the max is the negative of least magnitude, the smallest unsigned. NaN is a
+/// largest signed above +Inf or a largest unsigned above -Inf. Three running values per vector
+/// (vpmaxsw, vpminuw, vpmaxuw), four vectors at a time; the tail one by one. (+0 beats -0
+/// here; the fold's order decides that elsewhere.)
 template <class T>
 float max_of_bits(const T* x, std::int64_t n, std::uint16_t inf_bits) {
   static_assert(sizeof(T) == 2, "max_of_bits: a 2-byte type");
+  using Vec = detail::BitsVector;
+  constexpr int w = Vec::width;
   if (n == 0) return -std::numeric_limits<float>::infinity();
-  const __m512i lowest_signed = _mm512_set1_epi16(static_cast<short>(0x8000)), ones = _mm512_set1_epi16(-1);
-  __m512i smax[4], umin[4], umax[4];
+  typename Vec::V smax[4], umin[4], umax[4];
   for (int k = 0; k < 4; ++k) {
-    smax[k] = lowest_signed;
-    umin[k] = ones;
-    umax[k] = _mm512_setzero_si512();
+    smax[k] = Vec::set1(0x8000);  // the least int16
+    umin[k] = Vec::set1(0xffff);
+    umax[k] = Vec::set1(0);
   }
   std::int64_t i = 0;
-  for (; i + 128 <= n; i += 128)
+  for (; i + 4 * w <= n; i += 4 * w)
     for (int k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_loadu_si512(x + i + 32 * k);
-      smax[k] = _mm512_max_epi16(smax[k], v);
-      umin[k] = _mm512_min_epu16(umin[k], v);
-      umax[k] = _mm512_max_epu16(umax[k], v);
+      const auto v = Vec::load(x + i + w * k);
+      smax[k] = Vec::max_signed(smax[k], v);
+      umin[k] = Vec::min_unsigned(umin[k], v);
+      umax[k] = Vec::max_unsigned(umax[k], v);
     }
-  for (; i < n; i += 32) {
-    const auto mask = static_cast<__mmask32>(n - i >= 32 ? 0xffffffffu : (1u << (n - i)) - 1);
-    const __m512i v = _mm512_maskz_loadu_epi16(mask, x + i);
-    smax[0] = _mm512_mask_max_epi16(smax[0], mask, smax[0], v);
-    umin[0] = _mm512_mask_min_epu16(umin[0], mask, umin[0], v);
-    umax[0] = _mm512_mask_max_epu16(umax[0], mask, umax[0], v);
-  }
-  const __m512i s = _mm512_max_epi16(_mm512_max_epi16(smax[0], smax[1]), _mm512_max_epi16(smax[2], smax[3]));
-  const __m512i lo = _mm512_min_epu16(_mm512_min_epu16(umin[0], umin[1]), _mm512_min_epu16(umin[2], umin[3]));
-  const __m512i hi = _mm512_max_epu16(_mm512_max_epu16(umax[0], umax[1]), _mm512_max_epu16(umax[2], umax[3]));
-  alignas(64) std::int16_t sv[32];
-  alignas(64) std::uint16_t lov[32], hiv[32];
-  _mm512_store_si512(sv, s);
-  _mm512_store_si512(lov, lo);
-  _mm512_store_si512(hiv, hi);
+  std::int16_t sv[w];
+  std::uint16_t lov[w], hiv[w];
+  Vec::store(sv, Vec::max_signed(Vec::max_signed(smax[0], smax[1]), Vec::max_signed(smax[2], smax[3])));
+  Vec::store(lov, Vec::min_unsigned(Vec::min_unsigned(umin[0], umin[1]), Vec::min_unsigned(umin[2], umin[3])));
+  Vec::store(hiv, Vec::max_unsigned(Vec::max_unsigned(umax[0], umax[1]), Vec::max_unsigned(umax[2], umax[3])));
   std::int16_t top = sv[0];
   std::uint16_t least = lov[0], most = hiv[0];
-  for (int k = 1; k < 32; ++k) {
+  for (int k = 1; k < w; ++k) {
     top = sv[k] > top ? sv[k] : top;
     least = lov[k] < least ? lov[k] : least;
     most = hiv[k] > most ? hiv[k] : most;
+  }
+  for (; i < n; ++i) {
+    const std::uint16_t b = x[i].bits;
+    top = static_cast<std::int16_t>(b) > top ? static_cast<std::int16_t>(b) : top;
+    least = b < least ? b : least;
+    most = b > most ? b : most;
   }
   if (top > static_cast<std::int16_t>(inf_bits) || most > (0x8000u | inf_bits)) return std::numeric_limits<float>::quiet_NaN();
   return float(T::from_bits(top >= 0 ? static_cast<std::uint16_t>(top) : least));

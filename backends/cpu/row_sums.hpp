@@ -6,8 +6,8 @@
 /// registers summed one by one, the partials then combined in a fixed order. kernels/norm.hpp's
 /// statistics on those hosts: the portable fold read fp16 rows through a copy widened into
 /// scratch first (a pass more over each row) and kept two registers of partials. Also the
-/// partials of reduce.hpp's sum of bf16/fp16 and nrm2 of fp16 with AVX-512 (sum_partials,
-/// sum_square_partials).
+/// partials of reduce.hpp's sum and nrm2 and stream.hpp's dot of bf16/fp16 (sum_partials,
+/// sum_square_partials, dot_partials).
 #pragma once
 
 #include "avx512_warnings.hpp"
@@ -92,38 +92,72 @@ inline void row_deviation_sums(const T* x, std::int64_t n, float shift, float& a
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
-#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+#if defined(ROOFTOP_HAS_FLOAT_LANES)
 ROOFTOP_AVX512_WARNINGS_OFF
-/// The partials of reduce_inputs' fold (kernels/reduce.hpp's sum and nrm2) over x[0, n) of a
-/// 2-byte T, each value widened as it is loaded instead of through a widened copy in L1: part[k]
-/// receives elements k, k + lanes, k + 2 lanes, ... in turn, as detail::fold_lanes adds them
-/// (64 fp32 partials for the sum; 32 fp64 ones for the sum of squares, each square exact in
-/// fp64), so the result is bit for bit the portable fold's. (The array extents are the AVX-512
-/// ReductionShape's lanes: a caller folding another number does not compile.)
+/// Partials of a host fold over float accumulators: four registers of lanes (64 with AVX-512,
+/// 32 with AVX2), core/reduction.hpp's ReductionShape<Exec, float>::lanes; half as many over
+/// double ones.
+inline constexpr int float_partials = 4 * static_cast<int>(float_lanes);
+inline constexpr int double_partials = float_partials / 2;
+
+/// The partials of reduce_inputs' fold (kernels/reduce.hpp's sum) over x[0, n) of a 2-byte T,
+/// each value widened as it is loaded instead of through a widened copy in L1 or the compiler's
+/// conversion loop: part[k] receives elements k, k + float_partials, ... in turn, as
+/// detail::fold_lanes adds them, so the result is bit for bit the portable fold's. part must be
+/// aligned to a register.
 template <class T>
-inline void sum_partials(const T* x, std::int64_t n, float (&part)[64]) {
+inline void sum_partials(const T* x, std::int64_t n, float (&part)[float_partials]) {
   static_assert(sizeof(T) == 2, "sum_partials: bf16 or fp16");
-  __m512 p[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  Floats p[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
   std::int64_t i = 0;
-  for (; i + 64 <= n; i += 64)
-    for (int k = 0; k < 4; ++k) p[k] = _mm512_add_ps(p[k], load16(x + i + 16 * k));
-  for (int k = 0; k < 4; ++k) _mm512_storeu_ps(part + 16 * k, p[k]);
+  for (; i + float_partials <= n; i += float_partials)
+    for (int k = 0; k < 4; ++k) p[k] = p[k] + load_floats(x + i + float_lanes * k);
+  for (int k = 0; k < 4; ++k) store_floats(part + float_lanes * k, p[k]);
   for (int k = 0; i + k < n; ++k) part[k] += float(x[i + k]);
 }
+
+/// The same for kernels/stream.hpp's dot of two 2-byte x and y: part[k] receives the products
+/// of elements k, k + float_partials, ..., each added in one fma (the portable fold rounds the
+/// product first, so the two differ in the last bits).
 template <class T>
-inline void sum_square_partials(const T* x, std::int64_t n, double (&part)[32]) {
-  static_assert(sizeof(T) == 2, "sum_square_partials: bf16 or fp16");
-  __m512d p[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+inline void dot_partials(const T* x, const T* y, std::int64_t n, float (&part)[float_partials]) {
+  static_assert(sizeof(T) == 2, "dot_partials: bf16 or fp16");
+  Floats p[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
   std::int64_t i = 0;
-  for (; i + 32 <= n; i += 32)
+  for (; i + float_partials <= n; i += float_partials)
+    for (int k = 0; k < 4; ++k) p[k] = fmadd(load_floats(x + i + float_lanes * k), load_floats(y + i + float_lanes * k), p[k]);
+  for (int k = 0; k < 4; ++k) store_floats(part + float_lanes * k, p[k]);
+  for (int k = 0; i + k < n; ++k) part[k] += float(x[i + k]) * float(y[i + k]);
+}
+
+/// The partials of nrm2's fold of squares in fp64 (each square of a widened 2-byte value exact
+/// in fp64): part[k] receives elements k, k + double_partials, ... as detail::fold_lanes adds
+/// them, bit for bit the portable fold's.
+template <class T>
+inline void sum_square_partials(const T* x, std::int64_t n, double (&part)[double_partials]) {
+  static_assert(sizeof(T) == 2, "sum_square_partials: bf16 or fp16");
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  using Doubles = __m512d;
+  auto low = [](__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); };
+  auto high = [](__m512 v) { return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))); };
+  auto square_add = [](Doubles v, Doubles acc) { return _mm512_fmadd_pd(v, v, acc); };
+#else
+  using Doubles = __m256d;
+  auto low = [](__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); };
+  auto high = [](__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); };
+  auto square_add = [](Doubles v, Doubles acc) { return _mm256_fmadd_pd(v, v, acc); };
+#endif
+  Doubles p[4] = {Doubles{}, Doubles{}, Doubles{}, Doubles{}};
+  std::int64_t i = 0;
+  for (; i + double_partials <= n; i += double_partials)
     for (int h = 0; h < 2; ++h) {
-      const __m512 v = load16(x + i + 16 * h);
-      const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-      const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-      p[2 * h] = _mm512_fmadd_pd(lo, lo, p[2 * h]);
-      p[2 * h + 1] = _mm512_fmadd_pd(hi, hi, p[2 * h + 1]);
+      const Floats v = load_floats(x + i + float_lanes * h);
+      p[2 * h] = square_add(low(v), p[2 * h]);
+      p[2 * h + 1] = square_add(high(v), p[2 * h + 1]);
     }
-  for (int k = 0; k < 4; ++k) _mm512_storeu_pd(part + 8 * k, p[k]);
+  constexpr int per = double_partials / 4;
+  for (int k = 0; k < 4; ++k)
+    for (int q = 0; q < per; ++q) part[per * k + q] = p[k][q];
   for (int k = 0; i + k < n; ++k) {
     const double v = float(x[i + k]);
     part[k] += v * v;
