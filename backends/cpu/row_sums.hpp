@@ -100,6 +100,23 @@ ROOFTOP_AVX512_WARNINGS_OFF
 inline constexpr int float_partials = 4 * static_cast<int>(float_lanes);
 inline constexpr int double_partials = float_partials / 2;
 
+namespace detail {
+/// part[k], k < float_partials, receives the elements k, k + float_partials, ... of a fold in
+/// turn: four registers of lanes, acc = step(acc, i) with the register of elements from i,
+/// stored into part, then part[k] += tail(i) one element at a time after the last whole block.
+/// (Lambdas marked always-inline: in the harness's one large translation unit GCC 12 has left
+/// such lambdas out of line, a call per step.)
+template <class Step, class Tail>
+[[gnu::always_inline]] inline void fold_partials(std::int64_t n, float (&part)[float_partials], const Step& step, const Tail& tail) {
+  Floats p[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
+  std::int64_t i = 0;
+  for (; i + float_partials <= n; i += float_partials)
+    for (int k = 0; k < 4; ++k) p[k] = step(p[k], i + float_lanes * k);
+  for (int k = 0; k < 4; ++k) store_floats(part + float_lanes * k, p[k]);
+  for (int k = 0; i + k < n; ++k) part[k] += tail(i + k);
+}
+}  // namespace detail
+
 /// The partials of reduce_inputs' fold (kernels/reduce.hpp's sum) over x[0, n) of a 2-byte T,
 /// each value widened as it is loaded instead of through a widened copy in L1 or the compiler's
 /// conversion loop: part[k] receives elements k, k + float_partials, ... in turn, as
@@ -108,12 +125,9 @@ inline constexpr int double_partials = float_partials / 2;
 template <class T>
 inline void sum_partials(const T* x, std::int64_t n, float (&part)[float_partials]) {
   static_assert(sizeof(T) == 2, "sum_partials: bf16 or fp16");
-  Floats p[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
-  std::int64_t i = 0;
-  for (; i + float_partials <= n; i += float_partials)
-    for (int k = 0; k < 4; ++k) p[k] = p[k] + load_floats(x + i + float_lanes * k);
-  for (int k = 0; k < 4; ++k) store_floats(part + float_lanes * k, p[k]);
-  for (int k = 0; i + k < n; ++k) part[k] += float(x[i + k]);
+  detail::fold_partials(
+      n, part, [x](Floats acc, std::int64_t i) __attribute__((always_inline)) { return acc + load_floats(x + i); },
+      [x](std::int64_t i) __attribute__((always_inline)) { return float(x[i]); });
 }
 
 /// The same for kernels/stream.hpp's dot of two 2-byte x and y: part[k] receives the products
@@ -122,12 +136,10 @@ inline void sum_partials(const T* x, std::int64_t n, float (&part)[float_partial
 template <class T>
 inline void dot_partials(const T* x, const T* y, std::int64_t n, float (&part)[float_partials]) {
   static_assert(sizeof(T) == 2, "dot_partials: bf16 or fp16");
-  Floats p[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
-  std::int64_t i = 0;
-  for (; i + float_partials <= n; i += float_partials)
-    for (int k = 0; k < 4; ++k) p[k] = fmadd(load_floats(x + i + float_lanes * k), load_floats(y + i + float_lanes * k), p[k]);
-  for (int k = 0; k < 4; ++k) store_floats(part + float_lanes * k, p[k]);
-  for (int k = 0; i + k < n; ++k) part[k] += float(x[i + k]) * float(y[i + k]);
+  detail::fold_partials(
+      n, part,
+      [x, y](Floats acc, std::int64_t i) __attribute__((always_inline)) { return fmadd(load_floats(x + i), load_floats(y + i), acc); },
+      [x, y](std::int64_t i) __attribute__((always_inline)) { return float(x[i]) * float(y[i]); });
 }
 
 /// The partials of nrm2's fold of squares in fp64 (each square of a widened 2-byte value exact
