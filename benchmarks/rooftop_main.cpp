@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -67,23 +68,76 @@ void report_roof_violations(const std::vector<Result>& results) {
   if (!above) std::printf("  every op is within 5%% of its roof or below it\n");
 }
 
+/// Refuses an op instance whose compulsory bytes cannot fit in the host's memory before
+/// anything is allocated: each array an op touches counts at most twice in them (read and
+/// written), so at least half of them must fit, and its inputs and outputs are copied to the
+/// host for verification. (Kokkos 3.4 allocates a 4096^3 View of doubles with a span of 0
+/// and no error; the stencil's first fill then wrote past it: a segmentation fault.)
+void require_fits_in_memory(double compulsory_bytes) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+  if (memory > 0 && compulsory_bytes / 2 > memory) {
+    std::ostringstream msg;
+    msg << std::fixed << std::setprecision(1) << "cannot allocate: needs at least " << compulsory_bytes / 2 * 1e-9
+        << " GB (half of its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes), more than the host's "
+        << memory * 1e-9 << " GB of memory";
+    throw std::length_error(msg.str());
+  }
+}
+
+/// chain_unfused and chain_fused timed side by side (time_alternated) at one dtype and shape:
+/// fresh instances of both, alive together, their runs alternated, then both outputs verified.
+struct ChainsSideBySide {
+  Alternation timing;  // a: unfused, b: fused
+  std::string verify_error;  // "" if both outputs were right
+};
+ChainsSideBySide chains_side_by_side(const Exec& exec, DType dtype, const Shape& shape, std::uint64_t seed, int pairs) {
+  const OpSpec* const unfused_spec = find_op("chain_unfused");
+  const OpSpec* const fused_spec = find_op("chain_fused");
+  require_fits_in_memory(unfused_spec->cost(dtype, shape).bytes + fused_spec->cost(dtype, shape).bytes);
+  const OpInstance unfused = unfused_spec->make(exec, dtype, shape, seed), fused = fused_spec->make(exec, dtype, shape, seed + 1);
+  ChainsSideBySide out{time_alternated(exec, unfused.run, fused.run, 1, pairs), {}};
+  if (std::string e = unfused.verify(); !e.empty()) out.verify_error = "chain_unfused: " + e;
+  if (std::string e = fused.verify(); !e.empty()) out.verify_error += (out.verify_error.empty() ? "" : "; ") + ("chain_fused: " + e);
+  return out;
+}
+
+/// "fp32/2730x4096": a result's dtype and shape, as the fusion summary keys them.
+std::string dtype_and_shape(const Result& r) { return std::string(dtype_name(r.dtype)) + "/" + shape_string(r.shape); }
+
 /// What fusing bias + GELU + dropout saves: for each chain_fused result, the chain_unfused one
-/// of the same dtype and shape. Printed, and returned for the report.
-nlohmann::json fusion_summary(const std::vector<Result>& results) {
+/// of the same dtype and shape, by their best times in the sweep and, where the two were timed
+/// side by side (`side_by_side`, keyed by dtype_and_shape), by the median of those pairs' ratios.
+/// Printed, and returned for the report.
+nlohmann::json fusion_summary(const std::vector<Result>& results, const std::map<std::string, ChainsSideBySide>& side_by_side) {
   nlohmann::json out = nlohmann::json::array();
   for (const Result& fused : results) {
     if (fused.op != "chain_fused") continue;
     for (const Result& unfused : results) {
       if (unfused.op != "chain_unfused" || unfused.dtype != fused.dtype || unfused.shape != fused.shape) continue;
       const double speedup = unfused.timing.seconds_min / fused.timing.seconds_min;
-      std::printf("  fusion, bias + GELU + dropout, %s/%s: %.1f MB in %.0f us unfused, %.1f MB in %.0f us fused: "
+      std::printf("  fusion, bias + GELU + dropout, %s: %.1f MB in %.0f us unfused, %.1f MB in %.0f us fused: "
                   "%.0f%% fewer bytes, %.2fx faster\n",
-                  dtype_name(fused.dtype), shape_string(fused.shape).c_str(), unfused.cost.bytes / 1e6,
-                  unfused.timing.seconds_min * 1e6, fused.cost.bytes / 1e6, fused.timing.seconds_min * 1e6,
-                  100 * (1 - fused.cost.bytes / unfused.cost.bytes), speedup);
-      out.push_back({{"dtype", dtype_name(fused.dtype)}, {"shape", fused.shape}, {"unfused_bytes", unfused.cost.bytes},
-                     {"fused_bytes", fused.cost.bytes}, {"unfused_seconds_min", unfused.timing.seconds_min},
-                     {"fused_seconds_min", fused.timing.seconds_min}, {"speedup", speedup}});
+                  dtype_and_shape(fused).c_str(), unfused.cost.bytes / 1e6, unfused.timing.seconds_min * 1e6,
+                  fused.cost.bytes / 1e6, fused.timing.seconds_min * 1e6, 100 * (1 - fused.cost.bytes / unfused.cost.bytes),
+                  speedup);
+      nlohmann::json entry = {{"dtype", dtype_name(fused.dtype)}, {"shape", fused.shape}, {"unfused_bytes", unfused.cost.bytes},
+                              {"fused_bytes", fused.cost.bytes}, {"unfused_seconds_min", unfused.timing.seconds_min},
+                              {"fused_seconds_min", fused.timing.seconds_min}, {"speedup", speedup}};
+      const auto paired = side_by_side.find(dtype_and_shape(fused));
+      if (paired != side_by_side.end()) {
+        const Alternation& t = paired->second.timing;
+        std::printf("    side by side, %zu pairs of runs alternated: %.2fx (median; %.2f-%.2fx), unfused %.0f us and fused "
+                    "%.0f us at best%s\n",
+                    t.ratios.size(), t.ratio_median(), t.ratios.front(), t.ratios.back(), t.a.seconds_min * 1e6,
+                    t.b.seconds_min * 1e6, paired->second.verify_error.empty() ? "" : ("; NOT verified: " + paired->second.verify_error).c_str());
+        entry["side_by_side"] = {{"pairs", t.ratios.size()}, {"speedup_median", t.ratio_median()},
+                                 {"speedup_min", t.ratios.front()}, {"speedup_max", t.ratios.back()},
+                                 {"unfused_seconds_min", t.a.seconds_min}, {"fused_seconds_min", t.b.seconds_min},
+                                 {"verified", paired->second.verify_error.empty()}};
+        if (!paired->second.verify_error.empty()) entry["side_by_side"]["verify_error"] = paired->second.verify_error;
+      }
+      out.push_back(entry);
     }
   }
   return out;
@@ -124,23 +178,6 @@ std::string first_paragraph(const char* what) {
   s = s.substr(0, s.find("\n\n"));
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   return s;
-}
-
-/// Refuses an op instance whose compulsory bytes cannot fit in the host's memory before
-/// anything is allocated: each array an op touches counts at most twice in them (read and
-/// written), so at least half of them must fit, and its inputs and outputs are copied to the
-/// host for verification. (Kokkos 3.4 allocates a 4096^3 View of doubles with a span of 0
-/// and no error; the stencil's first fill then wrote past it: a segmentation fault.)
-void require_fits_in_memory(double compulsory_bytes) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
-  if (memory > 0 && compulsory_bytes / 2 > memory) {
-    std::ostringstream msg;
-    msg << std::fixed << std::setprecision(1) << "cannot allocate: needs at least " << compulsory_bytes / 2 * 1e-9
-        << " GB (half of its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes), more than the host's "
-        << memory * 1e-9 << " GB of memory";
-    throw std::length_error(msg.str());
-  }
 }
 
 struct Options {
@@ -353,14 +390,39 @@ int run(Options opt) {
               " interleaved with the ops' timed runs)\n",
               bandwidth.samples());
   report_roof_violations(done);
-  const nlohmann::json fusion = fusion_summary(done);
+  // The chains again, side by side (chains_side_by_side): the fused chain is bound by its
+  // instructions here and the unfused one by the memory, so their best times, taken at
+  // different moments of a shared machine's memory, give a speedup that moves from run to run.
+  std::map<std::string, ChainsSideBySide> side_by_side;
+  int side_by_side_failures = 0, side_by_side_tried = 0;
+  for (const Result& fused : done) {
+    if (fused.op != "chain_fused" || !fused.verified) continue;
+    const bool unfused_ran = std::any_of(done.begin(), done.end(), [&](const Result& r) {
+      return r.op == "chain_unfused" && r.verified && r.dtype == fused.dtype && r.shape == fused.shape;
+    });
+    if (!unfused_ran) continue;
+    if (!side_by_side_tried) std::printf("\nTiming chain_unfused and chain_fused side by side...\n");
+    progress(dtype_and_shape(fused));
+    // Seeds after the sweep's: two for each pair of instances.
+    const std::uint64_t pair_seed = seed + opt.rounds * plan.size() + 2 * side_by_side_tried++;
+    try {
+      const ChainsSideBySide s = chains_side_by_side(exec, fused.dtype, fused.shape, pair_seed, opt.quick ? 9 : 25);
+      side_by_side_failures += !s.verify_error.empty();
+      side_by_side.emplace(dtype_and_shape(fused), s);
+    } catch (const std::exception& e) {
+      std::printf("  warning: %s could not run side by side: %s\n", dtype_and_shape(fused).c_str(), first_paragraph(e.what()).c_str());
+    }
+  }
+  if (side_by_side_tried) std::printf("\n");
+  const nlohmann::json fusion = fusion_summary(done, side_by_side);
   const nlohmann::json core_limited = core_limited_summary(done);
   write_report(done, opt.rounds, fusion, core_limited);
   std::printf("\nWrote %s, %s and %s\n", json_path.c_str(), csv_path.c_str(), svg_path.c_str());
   const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
   const int unrun = static_cast<int>(plan.size() - done.size());
-  if (failures || unrun) {
+  if (failures || unrun || side_by_side_failures) {
     if (failures) std::printf("%d result(s) FAILED verification\n", failures);
+    if (side_by_side_failures) std::printf("%d side-by-side chain run(s) FAILED verification\n", side_by_side_failures);
     if (unrun) std::printf("%d op instance(s) FAILED to run (listed under \"errors\" in the report)\n", unrun);
     return 1;
   }

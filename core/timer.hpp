@@ -16,6 +16,13 @@
 
 namespace rooftop {
 
+/// The median of sorted values (0 if there are none).
+inline double median_of_sorted(const std::vector<double>& v) {
+  const std::size_t n = v.size();
+  if (n == 0) return 0;
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /// Min and median of repeated timings, in seconds, and the samples they come from.
 struct Timing {
   double seconds_min = 0;
@@ -29,7 +36,7 @@ struct Timing {
     repetitions = static_cast<int>(n);
     if (n == 0) return;
     seconds_min = samples.front();
-    seconds_median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+    seconds_median = median_of_sorted(samples);
   }
   /// The timings of two runs of the same work taken together (e.g. two rounds of a sweep).
   friend Timing merge(const Timing& a, const Timing& b) {
@@ -75,6 +82,38 @@ Timing time_repeated_with(const Exec& exec, F&& f, int warmup, int min_reps, dou
 template <class Exec, class F>
 Timing time_repeated(const Exec& exec, F&& f, int warmup, int min_reps, double min_seconds, int max_reps = 1000) {
   return time_repeated_with(exec, f, warmup, min_reps, min_seconds, [] {}, max_reps);
+}
+
+/// Two pieces of work timed side by side, so that both see the same moments of the machine
+/// (on a shared one the memory's speed drifts by tens of percent over seconds, and best times
+/// taken minutes apart compare two moments as well as two kernels): `warmup` untimed runs of
+/// each, then `pairs` pairs of fenced runs, a() then b() in even pairs and b() then a() in odd
+/// ones (neither always finds the caches as the other left them). ratios[i] is a's time over
+/// b's in pair i, sorted.
+struct Alternation {
+  Timing a, b;
+  std::vector<double> ratios;
+  double ratio_median() const { return median_of_sorted(ratios); }
+};
+template <class Exec, class A, class B>
+Alternation time_alternated(const Exec& exec, A&& a, B&& b, int warmup, int pairs) {
+  for (int i = 0; i < warmup; ++i) {
+    time_fenced(exec, a);
+    time_fenced(exec, b);
+  }
+  std::vector<double> sa, sb, ratios;
+  for (int i = 0; i < pairs; ++i) {
+    if (i % 2 == 0) {
+      sa.push_back(time_fenced(exec, a));
+      sb.push_back(time_fenced(exec, b));
+    } else {
+      sb.push_back(time_fenced(exec, b));
+      sa.push_back(time_fenced(exec, a));
+    }
+    ratios.push_back(sa.back() / sb.back());
+  }
+  std::sort(ratios.begin(), ratios.end());
+  return {Timing(std::move(sa)), Timing(std::move(sb)), std::move(ratios)};
 }
 
 }  // namespace rooftop
