@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rooftop_vs_blas: rooftop's gemm beside the system BLAS (OpenBLAS on Debian) on the same
-// square problems in one run. Calls alternate (ours, BLAS, ours, ...) so both see the same
-// machine state; each keeps its best time. rooftop's C is then compared with BLAS's.
+// square problems in one run. Calls alternate (time_alternated: after one untimed call of each,
+// pairs of calls, BLAS's first in even pairs and ours in odd ones) so both see the same machine
+// state; each keeps its best time, and each pair gives a ratio. rooftop's C is then compared
+// with BLAS's.
 //
 //   rooftop_vs_blas [n ...]          default: 2048; fp32 (SGEMM) and fp64 (DGEMM)
 //
@@ -47,11 +49,11 @@ void compare(int n, int reps) {
   Matrix a("a", n, n), b("b", n, n), c("c", n, n), c_blas("c_blas", n, n);
   fill_uniform(exec, Kokkos::View<T*, Kokkos::HostSpace>(a.data(), a.size()), 1, -1, 1);
   fill_uniform(exec, Kokkos::View<T*, Kokkos::HostSpace>(b.data(), b.size()), 2, -1, 1);
-  double ours = 1e30, theirs = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    ours = std::min(ours, time_fenced(exec, [&] { gemm(exec, Trans::none, a, Trans::none, b, c); }));
-    theirs = std::min(theirs, time_fenced(exec, [&] { blas_gemm(n, a.data(), b.data(), c_blas.data()); }));
-  }
+  // ratios: BLAS's time over ours in each pair, so above 1 where rooftop is faster.
+  const Alternation t = time_alternated(
+      exec, [&] { blas_gemm(n, a.data(), b.data(), c_blas.data()); }, [&] { gemm(exec, Trans::none, a, Trans::none, b, c); }, 1,
+      reps);
+  const double ours = t.b.seconds_min, theirs = t.a.seconds_min;
   double worst = 0;  // largest |ours - BLAS| relative to the row's largest |BLAS| entry
   for (int i = 0; i < n; ++i) {
     double scale = 0, diff = 0;
@@ -62,8 +64,10 @@ void compare(int n, int reps) {
     worst = std::max(worst, diff / scale);
   }
   const double flops = 2.0 * n * n * n;
-  std::printf("%-4s n=%-5d rooftop %8.1f GFLOP/s   BLAS %8.1f GFLOP/s   rooftop/BLAS %.2f   max rel. diff %.1e\n",
-              sizeof(T) == 4 ? "fp32" : "fp64", n, flops / ours * 1e-9, flops / theirs * 1e-9, theirs / ours, worst);
+  std::printf("%-4s n=%-5d rooftop %8.1f GFLOP/s   BLAS %8.1f GFLOP/s   rooftop/BLAS %.2f (pairs: median %.2f, %.2f-%.2f)   "
+              "max rel. diff %.1e\n",
+              sizeof(T) == 4 ? "fp32" : "fp64", n, flops / ours * 1e-9, flops / theirs * 1e-9, theirs / ours, t.ratio_median(),
+              t.ratios.front(), t.ratios.back(), worst);
   std::fflush(stdout);
   if (!(worst < (sizeof(T) == 4 ? 1e-3 : 1e-10))) {
     std::fprintf(stderr, "rooftop_vs_blas: results differ\n");
@@ -101,7 +105,8 @@ int main(int argc, char** argv) {
     sizes.push_back(static_cast<int>(n));
   }
   if (sizes.empty()) sizes = {2048};
-  std::printf("rooftop gemm vs the system BLAS, %s backend, %d threads, best of alternating calls\n", backend_name,
+  std::printf("rooftop gemm vs the system BLAS, %s backend, %d threads, best of alternating calls (and the median of\n"
+              "  each pair's ratio)\n", backend_name,
               compat::concurrency(BackendExec()));
   if (bound)
     std::printf("warning: this process started bound to %d of %u cores (OMP_PROC_BIND?), so a BLAS that sizes its threads\n"
