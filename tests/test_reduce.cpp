@@ -68,14 +68,23 @@ TEST_CASE_TEMPLATE("the GPU reduction (teams over spans of slots) on this backen
 }
 
 TEST_CASE_TEMPLATE("max finds a single extreme anywhere, and propagates NaN", T, ROOFTOP_DTYPES) {
-  const std::int64_t n = 4096 * 3 + 77;
-  for (std::int64_t where : {std::int64_t(0), std::int64_t(4095), std::int64_t(4096), n - 1}) {
-    CAPTURE(where);
-    auto x = test::random_vector<T>(n);
-    Kokkos::deep_copy(Kokkos::subview(x, where), T(7.0f));
-    CHECK(static_cast<double>(rooftop::max(Exec(), x)) == 7.0);
-    Kokkos::deep_copy(Kokkos::subview(x, where), T(std::nanf("")));
-    CHECK(std::isnan(rooftop::max(Exec(), x)));
+  // The host takes four regions of whole blocks of 4096 together (detail::max_of_regions), the
+  // rest after them: 14 blocks and 77 make regions of 3 blocks and a rest of 2 blocks and 77.
+  for (const std::int64_t n : {std::int64_t(4096 * 3 + 77), std::int64_t(4096 * 14 + 77)}) {
+    const std::int64_t region = n / (4 * 4096) * 4096;
+    std::vector<std::int64_t> places = {0, 4095, 4096, n - 1};
+    if (region > 0)
+      for (std::int64_t at : {region - 1, region, 2 * region + 4100, 3 * region + 11, 4 * region - 1, 4 * region, 4 * region + 8192})
+        places.push_back(at);
+    for (const std::int64_t where : places) {
+      CAPTURE(n);
+      CAPTURE(where);
+      auto x = test::random_vector<T>(n);
+      Kokkos::deep_copy(Kokkos::subview(x, where), T(7.0f));
+      CHECK(static_cast<double>(rooftop::max(Exec(), x)) == 7.0);
+      Kokkos::deep_copy(Kokkos::subview(x, where), T(std::nanf("")));
+      CHECK(std::isnan(rooftop::max(Exec(), x)));
+    }
   }
 }
 

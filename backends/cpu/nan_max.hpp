@@ -28,6 +28,28 @@ inline constexpr bool has_vector_max =
     false;
 #endif
 
+namespace detail {
+/// What nan_max and max_of_bits walk: x[0, n), or (region > 0) the four runs x[k region, k
+/// region + count), k < 4. In registers of w lanes, register k of step s loads at start(k, w)
+/// + s advance(w) for s < steps(w): a register of each run per step, or of contiguous x four
+/// side by side; rest(done, f) calls f on the elements after the first `done` of each run (of
+/// x), one by one.
+template <class T>
+struct FourRuns {
+  const T* x;
+  std::int64_t n, region, count;
+  bool regions() const { return region > 0; }
+  const T* start(int k, std::int64_t w) const { return x + k * (regions() ? region : w); }
+  std::int64_t advance(std::int64_t w) const { return regions() ? w : 4 * w; }
+  std::int64_t steps(std::int64_t w) const { return (regions() ? count : n) / advance(w); }
+  template <class F>
+  void rest(std::int64_t done, const F& f) const {
+    for (int k = 0; k < (regions() ? 4 : 1); ++k)
+      for (std::int64_t i = done; i < (regions() ? count : n); ++i) f(x[k * region + i]);
+  }
+};
+}  // namespace detail
+
 #if defined(ROOFTOP_HAS_AVX_MAX)
 namespace detail {
 /// One vector register of T: its width and the instructions nan_max needs.
@@ -67,20 +89,28 @@ struct MaxVector<float> {
 /// element by element (defined everywhere so callers compile; has_vector_max says when it
 /// pays). max is exact, so the result does not depend on the order (but for the sign of a zero
 /// max, as in any order of detail::NanMax).
+///
+/// nan_max(x, n, region, count): the same over the four runs x[k * region, k * region + count),
+/// k < 4, walked together, a register of each in turn. A reduction whose work items each take
+/// the same span of four quarters of the data keeps four read streams in flight on each core,
+/// where one walk from start to end keeps one: see kernels/reduce.hpp's max_of_regions.
 template <class T>
-T nan_max(const T* x, std::int64_t n) {
+T nan_max(const T* x, std::int64_t n, std::int64_t region = 0, std::int64_t count = 0) {
   T m = -std::numeric_limits<T>::infinity();
   bool nan = false;
-  std::int64_t i = 0;
+  const detail::FourRuns<T> runs{x, n, region, count};
+  std::int64_t done = 0;  // elements of x (of each run) taken in registers
 #if defined(ROOFTOP_HAS_AVX_MAX)
   using Vec = detail::MaxVector<T>;
   using V = typename Vec::V;
-  constexpr std::int64_t w = Vec::width, step = 4 * w;
+  constexpr std::int64_t w = Vec::width;
+  const T* const at[4] = {runs.start(0, w), runs.start(1, w), runs.start(2, w), runs.start(3, w)};
+  const std::int64_t advance = runs.advance(w), steps = runs.steps(w);
   const V lowest = Vec::set1(m);
   V m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;
   V nan01 = Vec::set1(0), nan23 = Vec::set1(0);
-  for (; i + step <= n; i += step) {
-    const V v0 = Vec::load(x + i), v1 = Vec::load(x + i + w), v2 = Vec::load(x + i + 2 * w), v3 = Vec::load(x + i + 3 * w);
+  for (std::int64_t i = 0; i < steps * advance; i += advance) {
+    const V v0 = Vec::load(at[0] + i), v1 = Vec::load(at[1] + i), v2 = Vec::load(at[2] + i), v3 = Vec::load(at[3] + i);
     m0 = Vec::max(m0, v0);
     m1 = Vec::max(m1, v1);
     m2 = Vec::max(m2, v2);
@@ -92,11 +122,12 @@ T nan_max(const T* x, std::int64_t n) {
   Vec::store(lanes, Vec::max(Vec::max(m0, m1), Vec::max(m2, m3)));
   nan = Vec::any(Vec::bit_or(nan01, nan23));
   for (const T v : lanes) m = v > m ? v : m;
+  done = steps * advance;
 #endif
-  for (; i < n; ++i) {
-    nan |= x[i] != x[i];
-    m = x[i] > m ? x[i] : m;
-  }
+  runs.rest(done, [&](const T v) {
+    nan |= v != v;
+    m = v > m ? v : m;
+  });
   return nan ? std::numeric_limits<T>::quiet_NaN() : m;
 }
 
@@ -137,22 +168,27 @@ struct BitsVector {
 /// largest signed above +Inf or a largest unsigned above -Inf. Three running values per vector
 /// (vpmaxsw, vpminuw, vpmaxuw), four vectors at a time; the tail one by one. (+0 beats -0
 /// here; the fold's order decides that elsewhere.)
+///
+/// max_of_bits(x, n, inf_bits, region, count): the same over four runs walked together, as
+/// nan_max's regions.
 template <class T>
-float max_of_bits(const T* x, std::int64_t n, std::uint16_t inf_bits) {
+float max_of_bits(const T* x, std::int64_t n, std::uint16_t inf_bits, std::int64_t region = 0, std::int64_t count = 0) {
   static_assert(sizeof(T) == 2, "max_of_bits: a 2-byte type");
   using Vec = detail::BitsVector;
   constexpr int w = Vec::width;
-  if (n == 0) return -std::numeric_limits<float>::infinity();
+  const detail::FourRuns<T> runs{x, n, region, count};
+  if ((runs.regions() ? count : n) == 0) return -std::numeric_limits<float>::infinity();
+  const T* const at[4] = {runs.start(0, w), runs.start(1, w), runs.start(2, w), runs.start(3, w)};
+  const std::int64_t advance = runs.advance(w), steps = runs.steps(w);
   typename Vec::V smax[4], umin[4], umax[4];
   for (int k = 0; k < 4; ++k) {
     smax[k] = Vec::set1(0x8000);  // the least int16
     umin[k] = Vec::set1(0xffff);
     umax[k] = Vec::set1(0);
   }
-  std::int64_t i = 0;
-  for (; i + 4 * w <= n; i += 4 * w)
+  for (std::int64_t i = 0; i < steps * advance; i += advance)
     for (int k = 0; k < 4; ++k) {
-      const auto v = Vec::load(x + i + w * k);
+      const auto v = Vec::load(at[k] + i);
       smax[k] = Vec::max_signed(smax[k], v);
       umin[k] = Vec::min_unsigned(umin[k], v);
       umax[k] = Vec::max_unsigned(umax[k], v);
@@ -169,12 +205,12 @@ float max_of_bits(const T* x, std::int64_t n, std::uint16_t inf_bits) {
     least = lov[k] < least ? lov[k] : least;
     most = hiv[k] > most ? hiv[k] : most;
   }
-  for (; i < n; ++i) {
-    const std::uint16_t b = x[i].bits;
+  runs.rest(steps * advance, [&](const T v) {
+    const std::uint16_t b = v.bits;
     top = static_cast<std::int16_t>(b) > top ? static_cast<std::int16_t>(b) : top;
     least = b < least ? b : least;
     most = b > most ? b : most;
-  }
+  });
   if (top > static_cast<std::int16_t>(inf_bits) || most > (0x8000u | inf_bits)) return std::numeric_limits<float>::quiet_NaN();
   return float(T::from_bits(top >= 0 ? static_cast<std::uint16_t>(top) : least));
 }
