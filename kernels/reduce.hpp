@@ -88,8 +88,8 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
     // Zen 3 VM, GB/s (paired fraction): fp32 25.7-27.9 (0.69-0.79) -> 35.1-38.8 (0.85-0.89),
     // fp64 28.8-33.2 (0.66-0.67) -> 27.6-39.4 (0.74-0.80), bf16 23.4-24.0 (0.53-0.63) ->
     // 23.8-31.2 (0.71-0.84), fp16 19.1-24.9 (0.51-0.60) -> 22.1-31.9 (0.65-0.78). Four quarters
-    // of each block walked together instead (streams of 2-8 KB) lost for bf16/fp16 (17-19
-    // against 21-28).
+    // of each block walked together instead (streams of 2-8 KB) lost for bf16 (17-19 against
+    // 21-28) and were mixed for fp16 and fp64.
     if (x.stride(0) == 1) {
       const C* const data = x.data();
       return detail::max_of_regions<C>("rooftop::max", exec, n, [=](const std::int64_t at, const std::int64_t region, const std::int64_t count) {
