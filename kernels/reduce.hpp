@@ -46,25 +46,38 @@ template <class Exec, class X>
 compute_t<typename X::value_type> sum(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
   using C = compute_t<typename X::value_type>;
+  const auto n = static_cast<std::int64_t>(x.extent(0));
 #if defined(ROOFTOP_HAS_FLOAT_LANES)
-  // Contiguous bf16/fp16 on an AVX-512 or AVX2 host: the fold's partials in registers, each
-  // value widened as it is loaded (cpu::sum_partials; the same result). 2 threads, Zen 5 VM,
-  // scratch program, two alternations, median GB/s: fp16 2^21 (in cache) 66 -> 110, 2^27 51 ->
-  // 56-57; bf16 95 -> 105, 46-48 -> 54. Zen 3 VM (AVX2): see nrm2.
+  // fp32, bf16 and fp16 on an AVX-512 or AVX2 host: four regions of the data at a time
+  // (detail::reduce_regions), four read streams per core. Contiguous, the fold's partials in
+  // registers, each value widened as it is loaded (cpu::sum_partials); strided Views through
+  // detail::fold_runs, the same partials in the same order (GCC vectorizes that loop poorly:
+  // one thread in L1, 0.23-0.30 against 0.044 ns per fp32 element, which only strided Views
+  // pay). Against one block per work item, `rooftop --quick --ops copy,sum`, builds alternated
+  // three times, Zen 3 VM, GB/s (paired fraction): bf16 26.5-27.9 (0.67-0.71) -> 28.7-30.8
+  // (0.77-0.78), fp16 22.7-30.6 (0.61-0.65) -> 29.2-35.2 (0.74-0.88). Before, 2-byte values
+  // alone went through sum_partials (2 threads, Zen 5 VM, scratch program, median GB/s: fp16
+  // 2^21 in cache 66 -> 110, 2^27 51 -> 56-57; bf16 95 -> 105, 46-48 -> 54).
   using T = typename X::non_const_value_type;
-  if constexpr (detail::on_host<Exec> && sizeof(T) == 2) {
+  if constexpr (detail::on_host<Exec> && cpu::has_float_lanes<T>) {
     if (x.stride(0) == 1) {
       const T* const data = x.data();
-      return detail::reduce_partials<float>("rooftop::sum", exec, static_cast<std::int64_t>(x.extent(0)),
-                                            [=](const std::int64_t begin, const std::int64_t end, float(&part)[cpu::float_partials]) {
-                                              cpu::sum_partials(data + begin, end - begin, part);
-                                            });
+      return detail::reduce_regions("rooftop::sum", exec, n, 0.0f, detail::Plus{},
+                                    [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
+                                      alignas(64) float part[cpu::float_partials];
+                                      cpu::sum_partials(data + begin, count, part, region);
+                                      return detail::combine_lanes(part, detail::Plus{});
+                                    });
     }
+    return detail::reduce_regions("rooftop::sum", exec, n, 0.0f, detail::Plus{},
+                                  [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
+                                    return detail::fold_runs<cpu::float_partials>(
+                                        begin, count, region, 0.0f, [&](const std::int64_t i) { return float(x(i)); }, detail::Plus{});
+                                  });
   }
 #endif
   return detail::reduce_inputs(
-      "rooftop::sum", exec, static_cast<std::int64_t>(x.extent(0)), C(0), KOKKOS_LAMBDA(const C v) { return v; },
-      detail::Plus{}, x);
+      "rooftop::sum", exec, n, C(0), KOKKOS_LAMBDA(const C v) { return v; }, detail::Plus{}, x);
 }
 template <class X>
 compute_t<typename X::value_type> sum(const X& x) { return sum(typename X::execution_space{}, x); }

@@ -154,7 +154,8 @@ TEST_CASE_TEMPLATE("sum and nrm2 of contiguous and strided Views agree bit for b
   // added to other partials changed the fp32 sum in these trials; nrm2's fp64 squares
   // rarely show an order, so its check guards only against gross errors.)
   for (int trial = 0; trial < 64; ++trial) {
-    const std::int64_t n = std::vector<std::int64_t>{13, 77, 200, 4096 * 3 + 77}[trial % 4];
+    // (The host sums four regions of whole blocks of 4096 together from 16384 elements on.)
+    const std::int64_t n = std::vector<std::int64_t>{13, 77, 200, 4096 * 3 + 77, 4096 * 14 + 77}[trial % 5];
     CAPTURE(n);
     // Magnitudes from 2^-12 to 2^16, so that partial sums round (sums of a few values of
     // narrow range are exact in fp32 whatever the order).

@@ -104,30 +104,45 @@ namespace detail {
 /// part[k], k < float_partials, receives the elements k, k + float_partials, ... of a fold in
 /// turn: four registers of lanes, acc = step(acc, i) with the register of elements from i,
 /// stored into part, then part[k] += tail(i) one element at a time after the last whole block.
-/// (Lambdas marked always-inline: in the harness's one large translation unit GCC 12 has left
-/// such lambdas out of line, a call per step.)
+/// Where region > 0, the four runs [r region, r region + n), r < 4, walked together instead,
+/// run r in register r (core/reduction.hpp's fold_runs order: part[r float_lanes + j] receives
+/// elements r region + j, r region + float_lanes + j, ..., then the run's last ones). (Lambdas
+/// marked always-inline: in the harness's one large translation unit GCC 12 has left such
+/// lambdas out of line, a call per step.)
 template <class Step, class Tail>
-[[gnu::always_inline]] inline void fold_partials(std::int64_t n, float (&part)[float_partials], const Step& step, const Tail& tail) {
+[[gnu::always_inline]] inline void fold_partials(std::int64_t n, float (&part)[float_partials], const Step& step, const Tail& tail,
+                                                 std::int64_t region = 0) {
   Floats p[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
   std::int64_t i = 0;
-  for (; i + float_partials <= n; i += float_partials)
-    for (int k = 0; k < 4; ++k) p[k] = step(p[k], i + float_lanes * k);
+  if (region > 0) {
+    for (; i + float_lanes <= n; i += float_lanes)
+      for (int r = 0; r < 4; ++r) p[r] = step(p[r], r * region + i);
+  } else {
+    for (; i + float_partials <= n; i += float_partials)
+      for (int k = 0; k < 4; ++k) p[k] = step(p[k], i + float_lanes * k);
+  }
   for (int k = 0; k < 4; ++k) store_floats(part + float_lanes * k, p[k]);
-  for (int k = 0; i + k < n; ++k) part[k] += tail(i + k);
+  if (region > 0) {
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; i + j < n; ++j) part[r * float_lanes + j] += tail(r * region + i + j);
+  } else {
+    for (int k = 0; i + k < n; ++k) part[k] += tail(i + k);
+  }
 }
 }  // namespace detail
 
-/// The partials of reduce_inputs' fold (kernels/reduce.hpp's sum) over x[0, n) of a 2-byte T,
+/// The partials of reduce_inputs' fold (kernels/reduce.hpp's sum) over x[0, n) of a T,
 /// each value widened as it is loaded instead of through a widened copy in L1 or the compiler's
 /// conversion loop: part[k] receives elements k, k + float_partials, ... in turn, as
-/// detail::fold_lanes adds them, so the result is bit for bit the portable fold's. part must be
-/// aligned to a register.
+/// detail::fold_lanes adds them, so the result is bit for bit the portable fold's; where
+/// region > 0, the four runs of n from x + r region as detail::fold_runs folds them. T: bf16,
+/// fp16, or fp32 (reduce.hpp's sum in regions). part must be aligned to a register.
 template <class T>
-inline void sum_partials(const T* x, std::int64_t n, float (&part)[float_partials]) {
-  static_assert(sizeof(T) == 2, "sum_partials: bf16 or fp16");
+inline void sum_partials(const T* x, std::int64_t n, float (&part)[float_partials], std::int64_t region = 0) {
+  static_assert(has_float_lanes<T>, "sum_partials: fp32, bf16 or fp16");
   detail::fold_partials(
       n, part, [x](Floats acc, std::int64_t i) __attribute__((always_inline)) { return acc + load_floats(x + i); },
-      [x](std::int64_t i) __attribute__((always_inline)) { return float(x[i]); });
+      [x](std::int64_t i) __attribute__((always_inline)) { return float(x[i]); }, region);
 }
 
 /// The same for kernels/stream.hpp's dot of two 2-byte x and y: part[k] receives the products
