@@ -19,26 +19,6 @@
 
 namespace rooftop {
 
-namespace detail {
-/// The NaN-propagating max of n contiguous elements on the host, the data taken as four
-/// regions of whole blocks walked together (then the rest, under four blocks, on the calling
-/// thread): reduce_blocks over the span of one region, each work item folding its block of
-/// all four, fold(offset, region, count) being the max of the runs [offset + k region, offset
-/// + k region + count), k < 4 (or of [offset, offset + count) where region is 0). Each core
-/// then keeps four long read streams in flight where one walk keeps one; max is exact, so the
-/// order is free (measured: see max).
-template <class Acc, class Exec, class Fold>
-Acc max_of_regions(const char* label, const Exec& exec, std::int64_t n, const Fold& fold) {
-  constexpr std::int64_t block = ReductionShape<Exec, Acc>::block;
-  const std::int64_t region = n / (4 * block) * block;
-  Acc m = -std::numeric_limits<Acc>::infinity();
-  if (region > 0)
-    m = reduce_blocks(label, exec, region, m, NanMax{},
-                      [=](const std::int64_t begin, const std::int64_t end) { return fold(begin, region, end - begin); });
-  return NanMax{}(m, fold(4 * region, std::int64_t(0), n - 4 * region));
-}
-}  // namespace detail
-
 // ---- sum -------------------------------------------------------------------------------------
 
 /// sum_i x_i, accumulated in compute_t (fp32 for fp32/bf16/fp16, fp64 for fp64); 0 if empty.
@@ -96,7 +76,8 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
   const auto n = static_cast<std::int64_t>(x.extent(0));
   if constexpr (detail::on_host<Exec> && cpu::has_vector_max<typename X::non_const_value_type>) {
     // Contiguous fp32/fp64 on an AVX host: each work item's blocks through cpu::nan_max, four
-    // regions at a time (detail::max_of_regions; bf16/fp16 below likewise). Against one block
+    // regions at a time (detail::reduce_regions; bf16/fp16 below likewise; max is exact, so
+    // the order is free). Against one block
     // per work item, `rooftop --quick --ops copy,max`, the two builds alternated three times,
     // Zen 3 VM, GB/s (paired fraction): fp32 25.7-27.9 (0.69-0.79) -> 35.1-38.8 (0.85-0.89),
     // fp64 28.8-33.2 (0.66-0.67) -> 27.6-39.4 (0.74-0.80), bf16 23.4-24.0 (0.53-0.63) ->
@@ -105,9 +86,10 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
     // 21-28) and were mixed for fp16 and fp64.
     if (x.stride(0) == 1) {
       const C* const data = x.data();
-      return detail::max_of_regions<C>("rooftop::max", exec, n, [=](const std::int64_t at, const std::int64_t region, const std::int64_t count) {
-        return cpu::nan_max(data + at, count, region, count);
-      });
+      return detail::reduce_regions("rooftop::max", exec, n, -std::numeric_limits<C>::infinity(), detail::NanMax{},
+                                    [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
+                                      return cpu::nan_max(data + begin, count, region, count);
+                                    });
     }
   }
   using T = typename X::non_const_value_type;
@@ -121,10 +103,10 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
     if (x.stride(0) == 1) {
       const T* const data = x.data();
       const auto inf_bits = T(std::numeric_limits<float>::infinity()).bits;
-      return detail::max_of_regions<float>("rooftop::max", exec, n,
-                                           [=](const std::int64_t at, const std::int64_t region, const std::int64_t count) {
-                                             return cpu::max_of_bits(data + at, count, inf_bits, region, count);
-                                           });
+      return detail::reduce_regions("rooftop::max", exec, n, -std::numeric_limits<float>::infinity(), detail::NanMax{},
+                                    [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
+                                      return cpu::max_of_bits(data + begin, count, inf_bits, region, count);
+                                    });
     }
   }
 #endif

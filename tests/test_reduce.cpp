@@ -68,7 +68,7 @@ TEST_CASE_TEMPLATE("the GPU reduction (teams over spans of slots) on this backen
 }
 
 TEST_CASE_TEMPLATE("max finds a single extreme anywhere, and propagates NaN", T, ROOFTOP_DTYPES) {
-  // The host takes four regions of whole blocks of 4096 together (detail::max_of_regions), the
+  // The host takes four regions of whole blocks of 4096 together (detail::reduce_regions), the
   // rest after them: 14 blocks and 77 make regions of 3 blocks and a rest of 2 blocks and 77.
   for (const std::int64_t n : {std::int64_t(4096 * 3 + 77), std::int64_t(4096 * 14 + 77)}) {
     const std::int64_t region = n / (4 * 4096) * 4096;

@@ -93,7 +93,7 @@ struct MaxVector<float> {
 /// nan_max(x, n, region, count): the same over the four runs x[k * region, k * region + count),
 /// k < 4, walked together, a register of each in turn. A reduction whose work items each take
 /// the same span of four quarters of the data keeps four read streams in flight on each core,
-/// where one walk from start to end keeps one: see kernels/reduce.hpp's max_of_regions.
+/// where one walk from start to end keeps one: see core/reduction.hpp's reduce_regions.
 template <class T>
 T nan_max(const T* x, std::int64_t n, std::int64_t region = 0, std::int64_t count = 0) {
   T m = -std::numeric_limits<T>::infinity();
