@@ -34,10 +34,11 @@ compute_t<typename X::value_type> sum(const Exec& exec, const X& x) {
   // detail::fold_runs, the same partials in the same order (GCC vectorizes that loop poorly:
   // one thread in L1, 0.23-0.30 against 0.044 ns per fp32 element, which only strided Views
   // pay). Against one block per work item, `rooftop --quick --ops copy,sum`, builds alternated
-  // three times, Zen 3 VM, GB/s (paired fraction): bf16 26.5-27.9 (0.67-0.71) -> 28.7-30.8
-  // (0.77-0.78), fp16 22.7-30.6 (0.61-0.65) -> 29.2-35.2 (0.74-0.88). Before, 2-byte values
-  // alone went through sum_partials (2 threads, Zen 5 VM, scratch program, median GB/s: fp16
-  // 2^21 in cache 66 -> 110, 2^27 51 -> 56-57; bf16 95 -> 105, 46-48 -> 54).
+  // three times, Zen 3 VM, GB/s (paired fraction): fp32 27.3-34.6 (0.75-0.76) -> 31.1-42.8
+  // (0.79-0.87), bf16 25.7-28.6 (0.65-0.73) -> 32.7-37.7 (0.75-0.78), fp16 28.8-30.8
+  // (0.63-0.72) -> 28.4-37.2 (0.73-0.76). Before, 2-byte values alone went through
+  // sum_partials (2 threads, Zen 5 VM, scratch program, median GB/s: fp16 2^21 in cache 66 ->
+  // 110, 2^27 51 -> 56-57; bf16 95 -> 105, 46-48 -> 54).
   using T = typename X::non_const_value_type;
   if constexpr (detail::on_host<Exec> && cpu::has_float_lanes<T>) {
     if (x.stride(0) == 1) {
@@ -77,9 +78,8 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
   if constexpr (detail::on_host<Exec> && cpu::has_vector_max<typename X::non_const_value_type>) {
     // Contiguous fp32/fp64 on an AVX host: each work item's blocks through cpu::nan_max, four
     // regions at a time (detail::reduce_regions; bf16/fp16 below likewise; max is exact, so
-    // the order is free). Against one block
-    // per work item, `rooftop --quick --ops copy,max`, the two builds alternated three times,
-    // Zen 3 VM, GB/s (paired fraction): fp32 25.7-27.9 (0.69-0.79) -> 35.1-38.8 (0.85-0.89),
+    // the order is free). Against one block per work item, `rooftop --quick --ops copy,max`,
+    // the two builds alternated three times, Zen 3 VM, GB/s (paired fraction): fp32 25.7-27.9 (0.69-0.79) -> 35.1-38.8 (0.85-0.89),
     // fp64 28.8-33.2 (0.66-0.67) -> 27.6-39.4 (0.74-0.80), bf16 23.4-24.0 (0.53-0.63) ->
     // 23.8-31.2 (0.71-0.84), fp16 19.1-24.9 (0.51-0.60) -> 22.1-31.9 (0.65-0.78). Four quarters
     // of each block walked together instead (streams of 2-8 KB) lost for bf16 (17-19 against

@@ -6,8 +6,8 @@
 /// registers summed one by one, the partials then combined in a fixed order. kernels/norm.hpp's
 /// statistics on those hosts: the portable fold read fp16 rows through a copy widened into
 /// scratch first (a pass more over each row) and kept two registers of partials. Also the
-/// partials of reduce.hpp's sum and nrm2 and stream.hpp's dot of bf16/fp16 (sum_partials,
-/// sum_square_partials, dot_partials).
+/// partials of reduce.hpp's sum (fp32 too) and nrm2 and stream.hpp's dot of bf16/fp16
+/// (sum_partials, sum_square_partials, dot_partials).
 #pragma once
 
 #include "avx512_warnings.hpp"
