@@ -143,8 +143,9 @@ OpInstance reduction(const Exec& exec, std::int64_t n, std::uint64_t seed, int i
     double want = init;
     for (std::int64_t i = 0; i < n; ++i) want = combine(want, term(ha[i], inputs > 1 ? hb[i] : 0.0));
     if (sqrt_result) want = std::sqrt(want);
-    // Worst case of rooftop's fold, relative to the result (all terms are positive).
-    const double depth = rooftop::detail::reduction_depth(n);
+    // Worst case of rooftop's folds (the deepest, sum's regions), relative to the result (all
+    // terms are positive).
+    const double depth = rooftop::detail::region_reduction_depth(n);
     const double tol = (depth * accumulate_eps + 2 * epsilon<compute_t<T>>()) * std::abs(want);
     if (!(std::abs(*result - want) <= tol)) {
       std::ostringstream msg;

@@ -45,15 +45,18 @@ struct ReductionShape {
   static constexpr std::int64_t block = gpu ? 1 : 4096;                         // elements per work item
 };
 
-/// Bound on the number of sequential additions any term passes through in a reduction over n
-/// terms: at most 4 block / lanes per lane (CPU, where a work item folds four runs into a
-/// quarter of its partials each: reduce_regions), one per block a thread folds (at most n /
+/// Bound on the number of sequential additions any term passes through in chunked_reduce over
+/// n terms: at most block / lanes per lane (CPU), one per block a thread folds (at most n /
 /// block), and tree levels (at most 64). A fold's worst-case rounding error is this times the
-/// accumulator's epsilon times the sum of |terms|.
-inline double reduction_depth(std::int64_t n) {
-  const double per_lane = static_cast<double>(n < 1024 ? n : 1024);
+/// accumulator's epsilon times the sum of |terms|. `lane_additions`: the most per lane.
+inline double reduction_depth(std::int64_t n, std::int64_t lane_additions = 256) {
+  const double per_lane = static_cast<double>(n < lane_additions ? n : lane_additions);
   return per_lane + static_cast<double>(n) / 4096 + 64;
 }
+
+/// reduction_depth of reduce_regions' folds, whose work items fold four runs into a quarter of
+/// their partials each: 4 block / lanes additions per lane.
+inline double region_reduction_depth(std::int64_t n) { return reduction_depth(n, 1024); }
 
 /// A Kokkos reducer folding with a device-callable binary functor `Combine` and its identity.
 template <class Acc, class Combine>

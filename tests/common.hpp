@@ -175,9 +175,9 @@ double elementwise_tolerance() {
 }
 
 /// Tolerance of a reduction of n terms relative to the sum of |terms| (worst case of rooftop's
-/// fold, see detail::reduction_depth).
-inline double reduction_tolerance(std::int64_t n, double accumulate_eps) {
-  return detail::reduction_depth(n) * accumulate_eps;
+/// fold, see detail::reduction_depth; `regions`: a fold of detail::reduce_regions, sum's).
+inline double reduction_tolerance(std::int64_t n, double accumulate_eps, bool regions = false) {
+  return (regions ? detail::region_reduction_depth(n) : detail::reduction_depth(n)) * accumulate_eps;
 }
 
 }  // namespace rooftop::test
