@@ -1,23 +1,32 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
 /// Row-wise kernels with each row held in registers, the GPU path of softmax, layernorm and
-/// rmsnorm. One team per row; thread t of a team of T holds the row's columns t, t + T, ...,
-/// t + (R - 1) T as floats (a warp's loads consecutive), R fixed at compile time (8 or 16) and
-/// T chosen per call so that T R covers the row where it can (up to 1024 threads; longer rows
-/// go in chunks of T R, see RegisterRow::each_chunk). A thread issues all R loads before it
-/// uses any, the team combines the threads' partials, and each thread writes its own values:
-/// a row of one chunk (up to 16384 entries) is read from memory once and written once.
+/// rmsnorm. One team per row; each thread of a team of T holds R of the row's values as floats
+/// (a warp's loads consecutive), R fixed at compile time (8 or 16) and T chosen per call so that T R covers the row where it can (up to 1024 threads; longer rows
+/// go in chunks of T R, see RegisterRow::each_chunk). The R values come in runs of 16 bytes'
+/// worth of consecutive columns (8 bf16/fp16, 4 floats), one load and one store per run where
+/// the row is contiguous and aligned. A thread issues all its loads before it uses any, the
+/// team combines the threads' partials (on CUDA by warp shuffles, backends/cuda/warp.hpp), and
+/// each thread writes its own values: a row of one chunk (up to 16384 entries) is read from
+/// memory once and written once.
 ///
 /// What it replaces on GPUs (RowTeam: Kokkos' automatic team size, one element per thread per
 /// step of a TeamThreadRange, the row read again from memory or cache for each pass) ran at
 /// 0.10-0.68 of the H100's measured bandwidth ceiling and 0.17-0.76x PyTorch (26 November 2026,
 /// docs/measured/h100-2026-11-26): few bytes in flight per thread, and rows of 32768 read two or
-/// three times. This path has not yet been measured on a GPU.
+/// three times. Its first form, one column per thread a team apart (loads of 2 or 4 bytes) and
+/// Kokkos' team reduction, ran on an H100 (27 November 2026) at 0.21-0.74 of the ceiling, and
+/// Nsight Compute put a bf16 softmax of rows of 768 at 84% of the issue slots with DRAM at 41%:
+/// bound by instructions. Runs of 16 bytes and the shuffle fold took it to 0.34-0.95 (softmax
+/// bf16 768: 1000 -> 1722 GB/s), softmax's exponentials on the special-function unit
+/// (math::exp2_in_range) and the fold's second stage by shuffles to 0.40-0.98 (1795): the table
+/// is in docs/kernels.md, the runs in docs/measured/h100-2026-11-27.
 ///
-/// Nothing in it is CUDA-specific: the tests run it on the host backends with the teams they
-/// allow (RegisterRows::launch with an explicit team size).
+/// Only the team fold has a CUDA form: the tests run the rest on the host backends with the
+/// teams they allow (RegisterRows::launch with an explicit team size).
 #pragma once
 
+#include "../backends/cuda/warp.hpp"
 #include "error.hpp"
 #include "parallel.hpp"
 
@@ -26,13 +35,23 @@
 
 namespace rooftop::detail {
 
+/// Values of T a thread of a register-row kernel with R values per thread holds in one run of
+/// consecutive columns: 16 bytes' worth (8 of a 2-byte type, 4 floats) where R is a multiple of
+/// that, else 1.
+template <class T, int R>
+inline constexpr int row_run = sizeof(T) <= 16 && 16 % sizeof(T) == 0 && R % (16 / sizeof(T)) == 0 ? int(16 / sizeof(T)) : 1;
+
 /// One row of a register-row kernel, as thread member.team_rank() of its team sees it. The row
 /// is cut into `chunks` chunks of T * R columns (one for rows up to T * R); in chunk c the
-/// thread's values are columns col(k, c) for k < R (those past the row's end are padding).
-template <class Exec, int R>
+/// thread's values are columns col(k, c) for k < R (those past the row's end are padding), in
+/// runs of V consecutive columns: run g of thread t is columns ((c R / V + g) T + t) V + [0, V),
+/// so a warp's runs are consecutive. Where a View's rows are contiguous and a run's bytes
+/// aligned, a run is loaded and stored in one access (copy_aligned), else value by value.
+template <class Exec, int R, int V = 1>
 struct RegisterRow {
+  static_assert(V >= 1 && R % V == 0, "RegisterRow: runs of V values divide R");
   using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
-  static constexpr int values = R;
+  static constexpr int values = R, run = V;
 
   const Member& member;
   std::int64_t row, cols;
@@ -40,7 +59,7 @@ struct RegisterRow {
 
   KOKKOS_FORCEINLINE_FUNCTION std::int64_t col(int k, int chunk) const {
     const std::int64_t team = member.team_size();
-    return (static_cast<std::int64_t>(chunk) * R + k) * team + member.team_rank();
+    return ((static_cast<std::int64_t>(chunk) * (R / V) + k / V) * team + member.team_rank()) * V + k % V;
   }
   /// Whether value k of the chunk is in the row (not padding).
   KOKKOS_FORCEINLINE_FUNCTION bool has(int k, int chunk) const { return col(k, chunk) < cols; }
@@ -48,8 +67,25 @@ struct RegisterRow {
   /// v[k] = float(x(row, col(k, chunk))), or `pad` past the row's end: every load before any use.
   template <class X>
   KOKKOS_FORCEINLINE_FUNCTION void load(const X& x, float (&v)[R], float pad, int chunk) const {
-    ROOFTOP_UNROLL
-    for (int k = 0; k < R; ++k) v[k] = has(k, chunk) ? float(x(row, col(k, chunk))) : pad;
+    using T = std::remove_const_t<typename X::value_type>;
+    if (whole_runs(x)) {
+      ROOFTOP_UNROLL
+      for (int g = 0; g < R / V; ++g) {
+        const std::int64_t c = col(g * V, chunk);
+        if (c + V <= cols) {
+          alignas(16) T t[V];
+          copy_aligned<V * sizeof(T)>(t, &x(row, c));
+          ROOFTOP_UNROLL
+          for (int j = 0; j < V; ++j) v[g * V + j] = float(t[j]);
+        } else {
+          ROOFTOP_UNROLL
+          for (int j = 0; j < V; ++j) v[g * V + j] = c + j < cols ? float(x(row, c + j)) : pad;
+        }
+      }
+    } else {
+      ROOFTOP_UNROLL
+      for (int k = 0; k < R; ++k) v[k] = has(k, chunk) ? float(x(row, col(k, chunk))) : pad;
+    }
   }
 
   /// f(chunk) for every chunk with v holding it (padded with `pad`): first the chunk v holds
@@ -68,10 +104,14 @@ struct RegisterRow {
   }
 
   /// The team's fold of every thread's `part` with `combine` (identity `identity`); every thread
-  /// gets it. A TeamThreadRange of exactly the team's size gives each thread one index (on
-  /// CUDA its rank; on the host backends chunks of one), so each adds its partial once.
+  /// gets it. On CUDA, teams of whole warps fold through block_fold. Elsewhere a TeamThreadRange
+  /// of exactly the team's size gives each thread one index (chunks of one on the host
+  /// backends), so each adds its partial once.
   template <class Acc, class Combine>
   KOKKOS_INLINE_FUNCTION Acc all(const Acc& part, const Acc& identity, const Combine& combine) const {
+#if defined(__CUDA_ARCH__)
+    if (block_folds()) return block_fold(part, identity, combine);
+#endif
     Acc result = identity;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, member.team_size()), [&](const int, Acc& p) { p = combine(p, part); },
@@ -84,14 +124,45 @@ struct RegisterRow {
   template <class Y, class Value>
   KOKKOS_FORCEINLINE_FUNCTION void store(const Y& y, int chunk, const Value& value) const {
     using T = typename Y::value_type;
-    ROOFTOP_UNROLL
-    for (int k = 0; k < R; ++k)
-      if (has(k, chunk)) y(row, col(k, chunk)) = T(value(k));
+    if (whole_runs(y)) {
+      ROOFTOP_UNROLL
+      for (int g = 0; g < R / V; ++g) {
+        const std::int64_t c = col(g * V, chunk);
+        if (c + V <= cols) {
+          alignas(16) T t[V];
+          ROOFTOP_UNROLL
+          for (int j = 0; j < V; ++j) t[j] = T(value(g * V + j));
+          copy_aligned<V * sizeof(T)>(&y(row, c), t);
+        } else {
+          ROOFTOP_UNROLL
+          for (int j = 0; j < V; ++j)
+            if (c + j < cols) y(row, c + j) = T(value(g * V + j));
+        }
+      }
+    } else {
+      ROOFTOP_UNROLL
+      for (int k = 0; k < R; ++k)
+        if (has(k, chunk)) y(row, col(k, chunk)) = T(value(k));
+    }
+  }
+
+ private:
+  /// Whether this row of z is loaded and stored a run at a time: its columns contiguous, each
+  /// run's bytes (4, 8, 16 or 32) aligned to their size up to 16.
+  template <class Z>
+  KOKKOS_FORCEINLINE_FUNCTION bool whole_runs(const Z& z) const {
+    constexpr std::size_t bytes = V * sizeof(typename Z::value_type), align = bytes < 16 ? bytes : 16;
+    if constexpr (V == 1 || !(bytes == 4 || bytes == 8 || bytes == 16 || bytes == 32)) {
+      return false;
+    } else {
+      return z.stride(1) == 1 && reinterpret_cast<std::uintptr_t>(z.data() + row * z.stride(0)) % align == 0;
+    }
   }
 };
 
-/// Launches register-row kernels: body(RegisterRow<Exec, R>) once per row (body: a functor with
-/// a template call operator, as extended lambdas cannot be generic).
+/// Launches register-row kernels: body(RegisterRow<Exec, R, V>) once per row (body: a functor
+/// with a template call operator, as extended lambdas cannot be generic; its member x, the
+/// input View, sets V = row_run of its values).
 template <class Exec>
 struct RegisterRows {
   /// At most 64 registers per thread, so any team up to 1024 threads launches. (16 values per
@@ -102,11 +173,12 @@ struct RegisterRows {
 
   template <int R, class Body>
   struct Kernel {
+    using Row = RegisterRow<Exec, R, row_run<std::remove_const_t<typename decltype(Body::x)::value_type>, R>>;
     Body body;
     std::int64_t cols;
     int chunks;
     KOKKOS_INLINE_FUNCTION void operator()(const typename Policy::member_type& member) const {
-      body(RegisterRow<Exec, R>{member, static_cast<std::int64_t>(member.league_rank()), cols, chunks});
+      body(Row{member, static_cast<std::int64_t>(member.league_rank()), cols, chunks});
     }
   };
 

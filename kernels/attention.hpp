@@ -288,7 +288,7 @@ void attention_matrix_units(const Exec& exec, const Q& q, const K& k, const V& v
             for (int e = rank; e < count * (D / 8); e += size) {
               const int j = e / (D / 8), c = e % (D / 8) * 8;
               if (j < n) {
-                copy16(tile + j * ld + c, rows + j * stride + c);
+                copy_aligned<16>(tile + j * ld + c, rows + j * stride + c);
               } else {
                 for (int x = 0; x < 8; ++x) tile[j * ld + c + x] = T(0.0f);
               }

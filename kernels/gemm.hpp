@@ -66,7 +66,8 @@ struct CpuGemmTiles {
 /// threads with 64 accumulators each, runs of 4 (16-byte loads); fp64: 64 x 64, runs of 2.
 /// (The first GPU driver, one element per scratch load, K slices loaded and then computed
 /// with two barriers each, used 146 registers, one team per multiprocessor: fp32 7.8 TFLOP/s
-/// on an H100, 0.16x cuBLAS, 26 November 2026. This one has not yet been measured on a GPU.)
+/// on an H100, 0.16x cuBLAS, 26 November 2026. This one, on an H100 on 27 November 2026: fp32
+/// 36.1 TFLOP/s at n = 2048, 0.73x cuBLAS with TF32 off; fp64 9.7, 0.17x.)
 template <class Acc>
 struct GpuGemmTiles {
   static constexpr int ty = 16, tx = 16, mr = sizeof(Acc) == 8 ? 4 : 8, nr = sizeof(Acc) == 8 ? 4 : 8, kc = 8,
@@ -77,7 +78,8 @@ struct GpuGemmTiles {
 /// per team, each with frags_m x frags_n accumulator tiles of 16 x 16, so the team's C tile is
 /// (warps_m * frags_m * 16) x (warps_n * frags_n * 16); K advances kc at a time. The 128 x 128
 /// tile of 8 warps, 64 x 32 per warp, K slices of 32: double-buffered 37 KB of scratch, under
-/// Kokkos 3.4's 40 KiB. Not yet measured on a GPU.
+/// Kokkos 3.4's 40 KiB. On an H100 (27 November 2026) at n = 2048: bf16 79.1, fp16 81.8
+/// TFLOP/s, 0.16-0.17x cuBLAS.
 struct MatrixGemmTiles {
   static constexpr int warps_m = 2, warps_n = 4, frags_m = 4, frags_n = 2, kc = 32, min_teams = 1;
 };
@@ -401,7 +403,7 @@ struct GemmTileLoad {
     now = runs && r0 + R <= rows && k0 + KC <= cols;
     if constexpr (has_runs) {
       if (now) {
-        each_run([&](const int s, const int r, const int kk) { copy16(regs + s * V, op.address(bt, r0 + r, k0 + kk)); });
+        each_run([&](const int s, const int r, const int kk) { copy_aligned<16>(regs + s * V, op.address(bt, r0 + r, k0 + kk)); });
         return;
       }
     }
@@ -421,7 +423,7 @@ struct GemmTileLoad {
         each_run([&](const int s, const int r, const int kk) {
           T* const run = to + r * SR + kk * SK;
           if ((along_r ? SR : SK) == 1) {
-            copy16(run, regs + s * V);
+            copy_aligned<16>(run, regs + s * V);
           } else {
             ROOFTOP_UNROLL
             for (int q = 0; q < V; ++q) run[q * (along_r ? SR : SK)] = regs[s * V + q];

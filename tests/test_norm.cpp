@@ -163,6 +163,26 @@ void check_register_norms() {
       check_norm<T>(rms, cols, with_params ? hw : std::vector<double>{}, {}, host(y));
     }
   }
+  // Rows whose runs are not aligned (a column subview from column 1) and strided rows
+  // (LayoutLeft), value by value; column 0 is not written.
+  const std::int64_t cols = span + 3;
+  const auto inner = std::make_pair(std::int64_t{1}, cols + 1);
+  auto wide = test::random_matrix<T>(5, cols + 1, 2, 4), out = test::poisoned_matrix<T>(5, cols + 1);
+  auto xc = test::poisoned_matrix<T>(5, cols), yc = test::poisoned_matrix<T>(5, cols);
+  Kokkos::deep_copy(xc, Kokkos::subview(wide, Kokkos::ALL, inner));
+  auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+  const auto hx = host(xc), hw = host(w), hb = host(b);
+  register_norm<R>(false, team, Kokkos::subview(wide, Kokkos::ALL, inner), Kokkos::subview(out, Kokkos::ALL, inner), eps, w, b);
+  Kokkos::deep_copy(yc, Kokkos::subview(out, Kokkos::ALL, inner));
+  check_norm<T>(normalize_rows(hx, cols, eps, false), cols, hw, hb, host(yc));
+  const auto ho = host(out);
+  for (std::int64_t r = 0; r < 5; ++r) REQUIRE(std::isnan(ho[r * (cols + 1)]));
+  Kokkos::View<T**, Kokkos::LayoutLeft, BackendMemory> x_left("x_left", 5, cols), y_left("y_left", 5, cols);
+  Kokkos::deep_copy(x_left, xc);
+  Kokkos::deep_copy(y_left, test::poisoned_matrix<T>(5, cols));
+  register_norm<R>(true, team, x_left, y_left, eps, w, none);
+  Kokkos::deep_copy(yc, y_left);
+  check_norm<T>(normalize_rows(hx, cols, eps, true), cols, hw, {}, host(yc));
 }
 }  // namespace
 

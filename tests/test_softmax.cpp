@@ -262,6 +262,26 @@ void check_register_softmax() {
     register_softmax<R>(team, x, x);
     check_softmax<T>(hx, 3 * span - 1, host(x));
   }
+  {  // Rows whose runs are not aligned (a column subview from column 1: most rows start off a
+     // 16-byte boundary) and strided rows (LayoutLeft), value by value; column 0 is not written.
+    const std::int64_t cols = span + 3;
+    auto wide = test::random_matrix<T>(5, cols + 1, -10, 10), out = test::poisoned_matrix<T>(5, cols + 1);
+    const auto inner = std::make_pair(std::int64_t{1}, cols + 1);
+    auto x = Kokkos::subview(wide, Kokkos::ALL, inner);
+    register_softmax<R>(team, x, Kokkos::subview(out, Kokkos::ALL, inner));
+    auto hx = test::poisoned_matrix<T>(5, cols), hy = test::poisoned_matrix<T>(5, cols);
+    Kokkos::deep_copy(hx, x);
+    Kokkos::deep_copy(hy, Kokkos::subview(out, Kokkos::ALL, inner));
+    check_softmax<T>(host(hx), cols, host(hy));
+    const auto ho = host(out);
+    for (std::int64_t r = 0; r < 5; ++r) REQUIRE(std::isnan(ho[r * (cols + 1)]));
+    Kokkos::View<T**, Kokkos::LayoutLeft, BackendMemory> x_left("x_left", 5, cols), y_left("y_left", 5, cols);
+    Kokkos::deep_copy(x_left, hx);
+    Kokkos::deep_copy(y_left, test::poisoned_matrix<T>(5, cols));
+    register_softmax<R>(team, x_left, y_left);
+    Kokkos::deep_copy(hy, y_left);
+    check_softmax<T>(host(hx), cols, host(hy));
+  }
   // A team larger than the backend runs is an error, before anything is written.
   auto x = test::random_matrix<T>(2, 8), y = test::poisoned_matrix<T>(2, 8);
   CHECK_THROWS_WITH_AS(register_softmax<R>(team + 1, x, y),

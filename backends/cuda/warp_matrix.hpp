@@ -12,8 +12,9 @@
 /// That is the CUDA C++ contract of load/store_matrix_sync. The PTX ISA's wmma.load/store asks
 /// more, each row aligned to the fragment's size: 32 bytes for fp16 A/B and fp32 C, which the
 /// kernels' 16-byte row padding does not give (the sm_90 code loads them with LDSM and
-/// LDS.64, which need 16 and 8); 16 bytes for bf16, whose loads here are that PTX. Not yet
-/// run on a GPU: the fp16 cases of test_gemm and test_attention are the check.
+/// LDS.64, which need 16 and 8); 16 bytes for bf16, whose loads here are that PTX.
+/// test_gemm and test_attention, their bf16 and fp16 cases among them, passed on an H100 (27
+/// November 2026).
 /// `in_shared` gives a scratch pointer the shared address space, so the loads compile to
 /// shared-memory instructions instead of generic ones.
 #pragma once
@@ -21,9 +22,9 @@
 #include "../../core/kokkos_compat.hpp"
 #include "../../core/reduction.hpp"
 #include "../../core/types.hpp"
+#include "warp.hpp"
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #if defined(__CUDACC__)
@@ -49,16 +50,6 @@ KOKKOS_FORCEINLINE_FUNCTION T* in_shared(T* p) {
                               (__cvta_generic_to_shared(p) - __cvta_generic_to_shared(rooftop_shared_base)));
 #else
   return p;
-#endif
-}
-
-/// Copies 16 bytes from src to dst, both 16-byte aligned: one vector load and store on CUDA
-/// devices (global memory into a scratch tile), a memcpy elsewhere.
-KOKKOS_FORCEINLINE_FUNCTION void copy16(void* dst, const void* src) {
-#if defined(__CUDA_ARCH__)
-  *static_cast<uint4*>(dst) = *static_cast<const uint4*>(src);
-#else
-  std::memcpy(dst, src, 16);
 #endif
 }
 
