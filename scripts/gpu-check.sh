@@ -13,6 +13,9 @@
 #   references [--ops a,b]     PyTorch on the report's shapes -> references.json
 #   summary                    ceilings, rooftop beside PyTorch, targets -> summary.md
 #   all                        the five in turn (tens of minutes: the sanitizer is slow)
+#   profile REGEX [rooftop args]  Nsight Compute on two launches of the kernels whose mangled
+#                              names match REGEX (e.g. SoftmaxRegisterRows) in `rooftop --quick
+#                              ARGS`, the GPU's clocks left as they are -> profile.txt
 #
 # --bin: the binaries (default build/cuda/bin). --out: the results (default
 # docs/results/<gpu-name>, e.g. docs/results/nvidia-h100-80gb-hbm3). Each step records its
@@ -34,8 +37,8 @@ done
 step="${1:-}"
 [ $# -gt 0 ] && shift
 case "$step" in
-  tests|sanitizer|roofline|references|summary|all) ;;
-  *) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  tests|sanitizer|roofline|references|summary|all|profile) ;;
+  *) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 if [ -z "$out" ]; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
@@ -100,6 +103,17 @@ do_step() {
       "$python" scripts/gpu_references.py "$out/report.json" "$out/references.json" "$@" 2>&1 | tee "$out/references.log" || rc=$?
       [ $rc -eq 0 ] && status references "PASS ($out/references.json)" || status references "FAIL: exit $rc ($out/references.log)" ;;
     summary) "$python" scripts/gpu_summary.py "$out" ;;
+    profile)
+      shift
+      [ $# -ge 1 ] || { echo "gpu-check: profile REGEX [rooftop args]" >&2; exit 2; }
+      command -v ncu >/dev/null || { status profile "FAIL: ncu not found"; return; }
+      local regex=$1 rc=0
+      shift
+      # --clock-control none: ncu's default locks the clocks at base while it profiles.
+      ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$regex" --launch-skip 2 --launch-count 2 \
+        --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats \
+        "$bin/rooftop" --quick --out "$out/profile" "$@" > "$out/profile.txt" 2>&1 || rc=$?
+      [ $rc -eq 0 ] && status profile "PASS ($out/profile.txt)" || status profile "FAIL: ncu exit $rc ($out/profile.txt)" ;;
   esac
 }
 
