@@ -2,8 +2,9 @@
 /// \file
 /// Row-wise kernels with each row held in registers, the GPU path of softmax, layernorm and
 /// rmsnorm. One team per row; each thread of a team of T holds R of the row's values as floats
-/// (a warp's loads consecutive), R fixed at compile time (8 or 16) and T chosen per call so that T R covers the row where it can (up to 1024 threads; longer rows
-/// go in chunks of T R, see RegisterRow::each_chunk). The R values come in runs of 16 bytes'
+/// (a warp's loads consecutive), R fixed at compile time (8 or 16) and T chosen per call so
+/// that T R covers the row where it can (up to 1024 threads; longer rows go in chunks of T R,
+/// see RegisterRow::each_chunk). The R values come in runs of 16 bytes'
 /// worth of consecutive columns (8 bf16/fp16, 4 floats), one load and one store per run where
 /// the row is contiguous and aligned. A thread issues all its loads before it uses any, the
 /// team combines the threads' partials (on CUDA by warp shuffles, backends/cuda/warp.hpp), and
@@ -22,8 +23,9 @@
 /// (math::exp2_in_range) and the fold's second stage by shuffles to 0.40-0.98 (1795): the table
 /// is in docs/kernels.md, the runs in docs/measured/h100-2026-11-27.
 ///
-/// Only the team fold has a CUDA form: the tests run the rest on the host backends with the
-/// teams they allow (RegisterRows::launch with an explicit team size).
+/// Only the team fold and the 16-byte accesses have CUDA forms (backends/cuda/warp.hpp): the
+/// tests run the rest on the host backends with the teams they allow (RegisterRows::launch with
+/// an explicit team size), runs copied by memcpy.
 #pragma once
 
 #include "../backends/cuda/warp.hpp"
