@@ -16,12 +16,13 @@
 /// 0.10-0.68 of the H100's measured bandwidth ceiling and 0.17-0.76x PyTorch (26 November 2026,
 /// docs/measured/h100-2026-11-26): few bytes in flight per thread, and rows of 32768 read two or
 /// three times. Its first form, one column per thread a team apart (loads of 2 or 4 bytes) and
-/// Kokkos' team reduction, ran on an H100 (27 November 2026) at 0.21-0.74 of the ceiling, and
-/// Nsight Compute put a bf16 softmax of rows of 768 at 84% of the issue slots with DRAM at 41%:
-/// bound by instructions. Runs of 16 bytes and the shuffle fold took it to 0.34-0.95 (softmax
-/// bf16 768: 1000 -> 1722 GB/s), softmax's exponentials on the special-function unit
-/// (math::exp2_in_range) and the fold's second stage by shuffles to 0.40-0.98 (1795): the table
-/// is in docs/kernels.md, the runs in docs/measured/h100-2026-11-27.
+/// Kokkos' team reduction, ran on an H100 (27 November 2026) at 0.21-0.74 of the ceiling, at
+/// 120-265 G elements/s whatever the dtype. Runs of 16 bytes and the shuffle fold took it to
+/// 0.34-0.95 (softmax bf16 768: 1000 -> 1722 GB/s), and Nsight Compute still put that softmax
+/// at 84% of the issue slots with DRAM at 41%: bound by instructions. Softmax's exponentials on
+/// the special-function unit (math::exp2_in_range) and the fold's second stage by shuffles
+/// took it to 0.40-0.98 (1795): the table is in docs/kernels.md, the runs in
+/// docs/measured/h100-2026-11-27.
 ///
 /// Only the team fold and the 16-byte accesses have CUDA forms (backends/cuda/warp.hpp): the
 /// tests run the rest on the host backends with the teams they allow (RegisterRows::launch with
