@@ -48,8 +48,9 @@ inline constexpr int row_run = sizeof(T) <= 16 && 16 % sizeof(T) == 0 && R % (16
 /// is cut into `chunks` chunks of T * R columns (one for rows up to T * R); in chunk c the
 /// thread's values are columns col(k, c) for k < R (those past the row's end are padding), in
 /// runs of V consecutive columns: run g of thread t is columns ((c R / V + g) T + t) V + [0, V),
-/// so a warp's runs are consecutive. Where a View's rows are contiguous and a run's bytes
-/// aligned, a run is loaded and stored in one access (copy_aligned), else value by value.
+/// so a warp's runs are consecutive (column col(g V, c) + j is value g V + j). Where a View's
+/// rows are contiguous and a run's bytes aligned, a whole run is loaded and stored in one access
+/// (copy_aligned), else value by value.
 template <class Exec, int R, int V = 1>
 struct RegisterRow {
   static_assert(V >= 1 && R % V == 0, "RegisterRow: runs of V values divide R");
@@ -71,23 +72,19 @@ struct RegisterRow {
   template <class X>
   KOKKOS_FORCEINLINE_FUNCTION void load(const X& x, float (&v)[R], float pad, int chunk) const {
     using T = std::remove_const_t<typename X::value_type>;
-    if (whole_runs(x)) {
-      ROOFTOP_UNROLL
-      for (int g = 0; g < R / V; ++g) {
-        const std::int64_t c = col(g * V, chunk);
-        if (c + V <= cols) {
-          alignas(16) T t[V];
-          copy_aligned<V * sizeof(T)>(t, &x(row, c));
-          ROOFTOP_UNROLL
-          for (int j = 0; j < V; ++j) v[g * V + j] = float(t[j]);
-        } else {
-          ROOFTOP_UNROLL
-          for (int j = 0; j < V; ++j) v[g * V + j] = c + j < cols ? float(x(row, c + j)) : pad;
-        }
+    const bool runs = whole_runs(x);
+    ROOFTOP_UNROLL
+    for (int g = 0; g < R / V; ++g) {
+      const std::int64_t c = col(g * V, chunk);
+      if (runs && c + V <= cols) {
+        alignas(16) T t[V];
+        copy_aligned<V * sizeof(T)>(t, &x(row, c));
+        ROOFTOP_UNROLL
+        for (int j = 0; j < V; ++j) v[g * V + j] = float(t[j]);
+      } else {
+        ROOFTOP_UNROLL
+        for (int j = 0; j < V; ++j) v[g * V + j] = c + j < cols ? float(x(row, c + j)) : pad;
       }
-    } else {
-      ROOFTOP_UNROLL
-      for (int k = 0; k < R; ++k) v[k] = has(k, chunk) ? float(x(row, col(k, chunk))) : pad;
     }
   }
 
@@ -127,25 +124,20 @@ struct RegisterRow {
   template <class Y, class Value>
   KOKKOS_FORCEINLINE_FUNCTION void store(const Y& y, int chunk, const Value& value) const {
     using T = typename Y::value_type;
-    if (whole_runs(y)) {
-      ROOFTOP_UNROLL
-      for (int g = 0; g < R / V; ++g) {
-        const std::int64_t c = col(g * V, chunk);
-        if (c + V <= cols) {
-          alignas(16) T t[V];
-          ROOFTOP_UNROLL
-          for (int j = 0; j < V; ++j) t[j] = T(value(g * V + j));
-          copy_aligned<V * sizeof(T)>(&y(row, c), t);
-        } else {
-          ROOFTOP_UNROLL
-          for (int j = 0; j < V; ++j)
-            if (c + j < cols) y(row, c + j) = T(value(g * V + j));
-        }
+    const bool runs = whole_runs(y);
+    ROOFTOP_UNROLL
+    for (int g = 0; g < R / V; ++g) {
+      const std::int64_t c = col(g * V, chunk);
+      if (runs && c + V <= cols) {
+        alignas(16) T t[V];
+        ROOFTOP_UNROLL
+        for (int j = 0; j < V; ++j) t[j] = T(value(g * V + j));
+        copy_aligned<V * sizeof(T)>(&y(row, c), t);
+      } else {
+        ROOFTOP_UNROLL
+        for (int j = 0; j < V; ++j)
+          if (c + j < cols) y(row, c + j) = T(value(g * V + j));
       }
-    } else {
-      ROOFTOP_UNROLL
-      for (int k = 0; k < R; ++k)
-        if (has(k, chunk)) y(row, col(k, chunk)) = T(value(k));
     }
   }
 

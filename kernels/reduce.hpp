@@ -79,8 +79,8 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
     // Contiguous fp32/fp64 on an AVX host: each work item's blocks through cpu::nan_max, four
     // regions at a time (detail::reduce_regions; bf16/fp16 below likewise; max is exact, so
     // the order is free). Against one block per work item, `rooftop --quick --ops copy,max`,
-    // the two builds alternated three times, Zen 3 VM, GB/s (paired fraction): fp32 25.7-27.9 (0.69-0.79) -> 35.1-38.8 (0.85-0.89),
-    // fp64 28.8-33.2 (0.66-0.67) -> 27.6-39.4 (0.74-0.80), bf16 23.4-24.0 (0.53-0.63) ->
+    // the two builds alternated three times, Zen 3 VM, GB/s (paired fraction): fp32 25.7-27.9
+    // (0.69-0.79) -> 35.1-38.8 (0.85-0.89), fp64 28.8-33.2 (0.66-0.67) -> 27.6-39.4 (0.74-0.80), bf16 23.4-24.0 (0.53-0.63) ->
     // 23.8-31.2 (0.71-0.84), fp16 19.1-24.9 (0.51-0.60) -> 22.1-31.9 (0.65-0.78). Four quarters
     // of each block walked together instead (streams of 2-8 KB) lost for bf16 (17-19 against
     // 21-28) and were mixed for fp16 and fp64.
