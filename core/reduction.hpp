@@ -314,7 +314,7 @@ Acc reduce_regions(const char* label, const Exec& exec, std::int64_t n, Acc iden
 
 /// The sum over [0, n) of blocks whose ReductionShape::lanes partials host vector code fills
 /// itself, partials(begin, end, part) (part aligned to 64 bytes), combined as fold_lanes
-/// combines its own: bf16/fp16 nrm2 and dot in registers (backends/cpu/row_sums.hpp).
+/// combines its own: bf16/fp16 dot in registers (backends/cpu/row_sums.hpp).
 template <class Acc, class Exec, class Partials>
 Acc reduce_partials(const char* label, const Exec& exec, std::int64_t n, const Partials& partials) {
   return reduce_blocks(label, exec, n, Acc(0), Plus{}, [=](const std::int64_t begin, const std::int64_t end) {

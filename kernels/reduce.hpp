@@ -130,27 +130,39 @@ compute_t<typename X::value_type> nrm2(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
   using C = compute_t<typename X::value_type>;
 #if defined(ROOFTOP_HAS_FLOAT_LANES)
-  // Contiguous 2-byte values on an AVX-512 or AVX2 host as sum (cpu::sum_square_partials), where
-  // the portable fold reads fp16 through a copy widened into L1: fp16 on both, bf16 on AVX2
-  // hosts. AVX-512, 2 threads, Zen 5 VM, scratch program, two alternations, median GB/s: fp16
-  // 2^21 in cache 50 -> 59, 2^27 45 -> 49-50; bf16 kept the portable fold there (GCC vectorizes
-  // its conversion): 2^27 52 against 49-50 this way, 56 against 59-60 in cache. Zen 3 VM
-  // (AVX2), `rooftop --quick --ops copy,sum,dot,nrm2,max --dtypes bf16,fp16`, the previous build
-  // (portable folds, fp16 through copies widened into L1, max through blocks widened for
-  // cpu::nan_max) and this one alternated three times, GB/s: nrm2 bf16 15.1-16.5 -> 18.7-22.8,
-  // fp16 15.9-17.3 -> 21.1-21.4; max bf16 14.4-16.6 -> 22.3-25.4, fp16 16.5-18.7 -> 22.5-26.0;
-  // sum bf16 23.4-27.6 -> 24.4-31.0, fp16 19.1-22.8 -> 22.6-25.9; dot bf16 19.3-28.6 ->
-  // 23.9-27.6, fp16 21.0-24.2 -> 22.6-29.5 (copy 37-60 meanwhile).
+  // fp32, bf16 and fp16 on an AVX-512 or AVX2 host as sum: four regions of the data at a time
+  // (detail::reduce_regions), the squares in fp64 over float_partials partials (two registers
+  // of doubles per register of floats). Contiguous Views fill them in registers, each value
+  // widened as it is loaded (cpu::sum_square_partials), strided ones through
+  // detail::fold_runs: the same partials in the same order. Against one block per work item
+  // (2-byte values through sum_square_partials' sixteen partials, fp32 through the portable
+  // fold), `rooftop --quick --ops copy,nrm2`, the two builds alternated four times, Zen 3 VM,
+  // GB/s: fp32 23.1-26.3 -> 23.7-30.0, bf16 19.4-22.1 -> 21.9-23.7, fp16 20.7-21.2 ->
+  // 22.9-23.7 (copy 36-50 beside them). 2-byte nrm2 stays below sum (32 GB/s) because of its
+  // conversions: with its data in cache it ran at 26 GB/s in both builds (sum 79), eight
+  // vcvtps2pd per 32 values. AVX-512 hosts not measured (bf16 took the portable fold there).
   using T = typename X::non_const_value_type;
-  if constexpr (detail::on_host<Exec> && (std::is_same_v<T, fp16> || (std::is_same_v<T, bf16> && cpu::float_lanes == 8))) {
+  if constexpr (detail::on_host<Exec> && cpu::has_float_lanes<T>) {
+    const auto n = static_cast<std::int64_t>(x.extent(0));
     if (x.stride(0) == 1) {
       const T* const data = x.data();
-      return static_cast<C>(std::sqrt(detail::reduce_partials<double>(
-          "rooftop::nrm2", exec, static_cast<std::int64_t>(x.extent(0)),
-          [=](const std::int64_t begin, const std::int64_t end, double(&part)[cpu::double_partials]) {
-            cpu::sum_square_partials(data + begin, end - begin, part);
+      return static_cast<C>(std::sqrt(detail::reduce_regions(
+          "rooftop::nrm2", exec, n, 0.0, detail::Plus{}, [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
+            alignas(64) double part[cpu::float_partials];
+            cpu::sum_square_partials(data + begin, count, part, region);
+            return detail::combine_lanes(part, detail::Plus{});
           })));
     }
+    return static_cast<C>(std::sqrt(detail::reduce_regions(
+        "rooftop::nrm2", exec, n, 0.0, detail::Plus{}, [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
+          return detail::fold_runs<cpu::float_partials>(
+              begin, count, region, 0.0,
+              [&](const std::int64_t i) {
+                const double v = static_cast<double>(static_cast<float>(x(i)));
+                return v * v;
+              },
+              detail::Plus{});
+        })));
   }
 #endif
   const double sum_squares = detail::reduce_inputs(

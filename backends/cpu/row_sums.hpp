@@ -95,10 +95,8 @@ ROOFTOP_AVX512_WARNINGS_ON
 #if defined(ROOFTOP_HAS_FLOAT_LANES)
 ROOFTOP_AVX512_WARNINGS_OFF
 /// Partials of a host fold over float accumulators: four registers of lanes (64 with AVX-512,
-/// 32 with AVX2), core/reduction.hpp's ReductionShape<Exec, float>::lanes; half as many over
-/// double ones.
+/// 32 with AVX2), core/reduction.hpp's ReductionShape<Exec, float>::lanes.
 inline constexpr int float_partials = 4 * static_cast<int>(float_lanes);
-inline constexpr int double_partials = float_partials / 2;
 
 namespace detail {
 /// part[k], k < float_partials, receives the elements k, k + float_partials, ... of a fold in
@@ -157,12 +155,15 @@ inline void dot_partials(const T* x, const T* y, std::int64_t n, float (&part)[f
       [x, y](std::int64_t i) __attribute__((always_inline)) { return float(x[i]) * float(y[i]); });
 }
 
-/// The partials of nrm2's fold of squares in fp64 (each square of a widened 2-byte value exact
-/// in fp64): part[k] receives elements k, k + double_partials, ... as detail::fold_lanes adds
-/// them, bit for bit the portable fold's.
+/// The partials of nrm2's fold of squares in fp64 over x[0, n) of a T (fp32, bf16 or fp16; each
+/// square of a widened value is exact in fp64, so an fma adds it as the portable fold's multiply
+/// and add do): float_partials of them, two registers of doubles per register of floats,
+/// part[k] receiving elements k, k + float_partials, ... in turn, as detail::fold_lanes adds
+/// them; where region > 0, the four runs of n from x + r region as detail::fold_runs folds them
+/// (run r in part[r float_lanes + j]). Bit for bit the portable folds over as many partials.
 template <class T>
-inline void sum_square_partials(const T* x, std::int64_t n, double (&part)[double_partials]) {
-  static_assert(sizeof(T) == 2, "sum_square_partials: bf16 or fp16");
+inline void sum_square_partials(const T* x, std::int64_t n, double (&part)[float_partials], std::int64_t region = 0) {
+  static_assert(has_float_lanes<T>, "sum_square_partials: fp32, bf16 or fp16");
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)
   using Doubles = __m512d;
   auto low = [](__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); };
@@ -174,20 +175,31 @@ inline void sum_square_partials(const T* x, std::int64_t n, double (&part)[doubl
   auto high = [](__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); };
   auto square_add = [](Doubles v, Doubles acc) { return _mm256_fmadd_pd(v, v, acc); };
 #endif
-  Doubles p[4] = {Doubles{}, Doubles{}, Doubles{}, Doubles{}};
+  constexpr int per = float_lanes / 2;  // doubles per register
+  Doubles p[8] = {};
+  auto add = [&](const int k, const Floats v) {
+    p[2 * k] = square_add(low(v), p[2 * k]);
+    p[2 * k + 1] = square_add(high(v), p[2 * k + 1]);
+  };
   std::int64_t i = 0;
-  for (; i + double_partials <= n; i += double_partials)
-    for (int h = 0; h < 2; ++h) {
-      const Floats v = load_floats(x + i + float_lanes * h);
-      p[2 * h] = square_add(low(v), p[2 * h]);
-      p[2 * h + 1] = square_add(high(v), p[2 * h + 1]);
-    }
-  constexpr int per = double_partials / 4;
-  for (int k = 0; k < 4; ++k)
+  if (region > 0) {
+    for (; i + float_lanes <= n; i += float_lanes)
+      for (int r = 0; r < 4; ++r) add(r, load_floats(x + r * region + i));
+  } else {
+    for (; i + float_partials <= n; i += float_partials)
+      for (int k = 0; k < 4; ++k) add(k, load_floats(x + i + float_lanes * k));
+  }
+  for (int k = 0; k < 8; ++k)
     for (int q = 0; q < per; ++q) part[per * k + q] = p[k][q];
-  for (int k = 0; i + k < n; ++k) {
-    const double v = float(x[i + k]);
-    part[k] += v * v;
+  auto square = [x](const std::int64_t e) {
+    const double v = float(x[e]);
+    return v * v;
+  };
+  if (region > 0) {
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; i + j < n; ++j) part[r * float_lanes + j] += square(r * region + i + j);
+  } else {
+    for (int k = 0; i + k < n; ++k) part[k] += square(i + k);
   }
 }
 ROOFTOP_AVX512_WARNINGS_ON
