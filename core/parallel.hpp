@@ -368,6 +368,32 @@ template <bool streamed, class T, class Vector, class One>
 }
 #endif
 
+#if defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_AVX2_LANES)
+/// Registers of fp32 lanes per 64-byte line of T on AVX2 hosts: 2 for fp32, 4 for bf16/fp16.
+template <class T>
+inline constexpr int line_registers = static_cast<int>(64 / (cpu::float_lanes * static_cast<std::int64_t>(sizeof(T))));
+/// map_lines a cache line of out at a time on an AVX2 host: registers(j, v) fills the
+/// line_registers<T> registers v with the values of out[j, j + 64 / sizeof(T)) together, so
+/// code whose registers are each a long chain of steps can interleave them (see
+/// cpu::times_sigmoid_of_exp2); narrowed as map_lines narrows them.
+template <bool streamed, class T, class Registers, class One>
+[[gnu::always_inline]] inline void map_line_registers(T* out, std::int64_t n, const Registers& registers, const One& one) {
+  static_assert(cpu::has_float_lanes<T>, "map_line_registers: fp32, bf16 or fp16 outputs");
+  map_whole_lines<streamed>(
+      out, n,
+      [&](const std::int64_t j) {
+        cpu::Floats v[line_registers<T>];
+        registers(j, v);
+        if constexpr (sizeof(T) == 4) {
+          return cpu::LineBits{_mm256_castps_si256(v[0]), _mm256_castps_si256(v[1])};
+        } else {
+          return cpu::LineBits{cpu::narrow16<T>(v[0], v[1]), cpu::narrow16<T>(v[2], v[3])};
+        }
+      },
+      one);
+}
+#endif
+
 /// How an elementwise or row-wise op's outputs may be written on the host when they are large.
 /// Streaming stores pay where the loop is bound by memory, and lose where it is bound by its
 /// instructions: interleaved medians of 25 runs each on the 2-core Zen 3 VM, 128 MiB arrays,

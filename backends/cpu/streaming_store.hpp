@@ -157,7 +157,7 @@ inline void stream_whole_lines(void* dst, const void* src, std::size_t n, const 
 
 #if defined(ROOFTOP_HAS_STREAMING_STORES) && defined(__AVX2__)
 /// Host code that writes whole registers of bits (map_whole_lines, stream_vectors): 256-bit
-/// ones with AVX2, and 512-bit ones with AVX-512.
+/// ones with AVX2 (or lines of two), and 512-bit ones with AVX-512.
 #define ROOFTOP_HAS_WHOLE_LINES 1
 /// Stores one register of bits at the aligned p, streamed where `streamed`.
 template <bool streamed>
@@ -167,6 +167,16 @@ template <bool streamed>
   } else {
     _mm256_store_si256(static_cast<__m256i*>(p), bits);
   }
+}
+/// A cache line of bits in two 256-bit registers (lo the first 32 bytes).
+struct LineBits {
+  __m256i lo, hi;
+};
+/// Stores a line of bits at the 64-byte aligned p, streamed where `streamed`.
+template <bool streamed>
+[[gnu::always_inline]] inline void store_bits(void* p, LineBits bits) {
+  store_bits<streamed>(p, bits.lo);
+  store_bits<streamed>(static_cast<char*>(p) + 32, bits.hi);
 }
 #if defined(__AVX512F__)
 template <bool streamed>
