@@ -309,7 +309,10 @@ struct GeluDropout {
         // (side by side with chain_unfused, 1.48-1.50x before and 1.43-1.53x after).
         for (; j + 4 * cpu::float_lanes <= n; j += 4 * cpu::float_lanes) {
           cpu::Floats v[4];
-          for (int u = 0; u < 4; ++u) v[u] = cpu::load_floats(in + c0 + j + cpu::float_lanes * u) + cpu::load_floats(bias + c0 + j + cpu::float_lanes * u);
+          for (int u = 0; u < 4; ++u) {
+            const std::int64_t c = c0 + j + cpu::float_lanes * u;
+            v[u] = cpu::load_floats(in + c) + cpu::load_floats(bias + c);
+          }
           G::lanes(v);
           for (int u = 0; u < 4; ++u) _mm256_store_ps(values + j + cpu::float_lanes * u, v[u]);
         }

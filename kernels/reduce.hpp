@@ -147,14 +147,16 @@ compute_t<typename X::value_type> nrm2(const Exec& exec, const X& x) {
     if (x.stride(0) == 1) {
       const T* const data = x.data();
       return static_cast<C>(std::sqrt(detail::reduce_regions(
-          "rooftop::nrm2", exec, n, 0.0, detail::Plus{}, [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
+          "rooftop::nrm2", exec, n, 0.0, detail::Plus{},
+          [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
             alignas(64) double part[cpu::float_partials];
             cpu::sum_square_partials(data + begin, count, part, region);
             return detail::combine_lanes(part, detail::Plus{});
           })));
     }
     return static_cast<C>(std::sqrt(detail::reduce_regions(
-        "rooftop::nrm2", exec, n, 0.0, detail::Plus{}, [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
+        "rooftop::nrm2", exec, n, 0.0, detail::Plus{},
+        [=](const std::int64_t begin, const std::int64_t count, const std::int64_t region) {
           return detail::fold_runs<cpu::float_partials>(
               begin, count, region, 0.0,
               [&](const std::int64_t i) {

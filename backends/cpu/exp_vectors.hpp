@@ -104,7 +104,8 @@ template <int U>
   for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(C::c1));
   for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(C::c0));
   for (int u = 0; u < U; ++u) {
-    const __m256 pow2n = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(t[u]), 23), _mm256_set1_epi32(0x3f800000)));
+    const __m256 pow2n =
+        _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(t[u]), 23), _mm256_set1_epi32(0x3f800000)));
     const __m256 gated = _mm256_div_ps(x[u], _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(p[u], pow2n)));
     x[u] = _mm256_andnot_ps(_mm256_cmp_ps(z[u], _mm256_set1_ps(127.0f), _CMP_GT_OQ), gated);
   }
