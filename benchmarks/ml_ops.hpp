@@ -158,6 +158,15 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
                      return unary<T>(e, s[0], seed, gelu_cost<T>(s[0]), [](const Exec& x, auto a, auto o) { rooftop::gelu(x, a, o); },
                                      [](double v, std::size_t) { return reference::gelu_tanh(v); }, 16);
                    }));
+  // GELU's erf form (PyTorch's default, nn.GELU()), under its own name.
+  t.push_back(spec("gelu_erf", {}, [=](auto tag, const Shape& s) { return gelu_cost<typename decltype(tag)::type>(n_of(s), Gelu::erf); },
+                   [=](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
+                     using T = typename decltype(tag)::type;
+                     return unary<T>(
+                         e, s[0], seed, gelu_cost<T>(s[0], Gelu::erf),
+                         [](const Exec& x, auto a, auto o) { rooftop::gelu(x, a, o, Gelu::erf); },
+                         [](double v, std::size_t) { return reference::gelu_erf(v); }, 16);
+                   }));
   t.push_back(spec("silu", {}, [=](auto tag, const Shape& s) { return silu_cost<typename decltype(tag)::type>(n_of(s)); },
                    [=](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;

@@ -82,19 +82,30 @@ constexpr float log2e = 1.44269504f;
 /// e^x for float, within 3 ulp of the true value for x >= -86.6434 (results of 2^-125 and
 /// more; smaller x gives +0). e^-Inf = 0, e^Inf = Inf, overflow (x > 88.72283) gives Inf, NaN
 /// stays NaN.
+namespace detail {
+/// exp's constants, named for the host's vector form (backends/cpu/exp_vectors.hpp): -ln 2 as
+/// a part exact in a product with n and a correction (Cody-Waite), and the arguments below and
+/// above which the result is 0 and Inf.
+struct ExpConstants {
+  static constexpr float minus_ln2_hi = -0.693145751953125f, minus_ln2_lo = -1.428606765330187e-6f;
+  static constexpr float flush_below = -86.6434f, overflow_above = 88.72283f;
+};
+}  // namespace detail
+
 KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
   // x = n ln2 + r with |r| <= ln2/2 (Cody-Waite: ln2 split in a part exact in a product with
   // n and a correction), so r is accurate for large |x| too; then e^r = 2^(r log2 e).
   // Outside [-86.6434, 88.72283] n is meaningless, and the selects at the end decide the result.
-  const float t = x * log2e + detail::round_magic;
+  using C = detail::ExpConstants;
+  const float t = compat::fma(x, log2e, detail::round_magic);  // n in t's low bits, one rounding
   const float n = t - detail::round_magic;
-  float r = compat::fma(n, -0.693145751953125f, x);
-  r = compat::fma(n, -1.428606765330187e-6f, r);
+  float r = compat::fma(n, C::minus_ln2_hi, x);
+  r = compat::fma(n, C::minus_ln2_lo, r);
   // 2p * 2^(n - 1), not p * 2^n: n reaches 128 for x in (88.376, 88.72283], and 2^128 is no
   // float; 2^(n - 1) is a normal float for every n in range and the doubling is exact (t - 1
   // holds n - 1 in its low bits).
   const float y = detail::scale_by_pow2(2.0f * detail::exp2_poly(r * log2e), t - 1.0f);
-  return select(x < -86.6434f, 0.0f, select(x > 88.72283f, std::numeric_limits<float>::infinity(), y));
+  return select(x < C::flush_below, 0.0f, select(x > C::overflow_above, std::numeric_limits<float>::infinity(), y));
 }
 
 /// x / (1 + 2^z): x times the logistic sigmoid of -z ln 2, the gate of SiLU and GELU (tanh
@@ -133,19 +144,27 @@ KOKKOS_FORCEINLINE_FUNCTION float gelu_tanh(float x) {
 /// the rounding of its exponent -z^2 + p (an absolute error of up to half an ulp of z^2) becomes
 /// a relative error of the result: measured against float64, at most 5.3e-7 for |z| < 1, 1.3e-6
 /// for z < 5, 4.2e-6 for z up to 10 (results down to 1e-37).
+namespace detail {
+/// erfc's polynomial in t, named for the host's vector form (backends/cpu/exp_vectors.hpp).
+struct ErfcPoly {
+  static constexpr float c9 = 0.17087277f, c8 = -0.82215223f, c7 = 1.48851587f, c6 = -1.13520398f, c5 = 0.27886807f,
+                         c4 = -0.18628806f, c3 = 0.09678418f, c2 = 0.37409196f, c1 = 1.00002368f, c0 = -1.26551223f;
+};
+}  // namespace detail
 KOKKOS_FORCEINLINE_FUNCTION float erfc(float z) {
+  using C = detail::ErfcPoly;
   const float a = compat::fabs(z);
   const float t = 1.0f / compat::fma(0.5f, a, 1.0f);
-  float p = 0.17087277f;
-  p = compat::fma(p, t, -0.82215223f);
-  p = compat::fma(p, t, 1.48851587f);
-  p = compat::fma(p, t, -1.13520398f);
-  p = compat::fma(p, t, 0.27886807f);
-  p = compat::fma(p, t, -0.18628806f);
-  p = compat::fma(p, t, 0.09678418f);
-  p = compat::fma(p, t, 0.37409196f);
-  p = compat::fma(p, t, 1.00002368f);
-  p = compat::fma(p, t, -1.26551223f);
+  float p = C::c9;
+  p = compat::fma(p, t, C::c8);
+  p = compat::fma(p, t, C::c7);
+  p = compat::fma(p, t, C::c6);
+  p = compat::fma(p, t, C::c5);
+  p = compat::fma(p, t, C::c4);
+  p = compat::fma(p, t, C::c3);
+  p = compat::fma(p, t, C::c2);
+  p = compat::fma(p, t, C::c1);
+  p = compat::fma(p, t, C::c0);
   const float tail = t * exp(compat::fma(-a, a, p));
   return select(z < 0, 2.0f - tail, tail);
 }
@@ -154,6 +173,7 @@ KOKKOS_FORCEINLINE_FUNCTION float erfc(float z) {
 /// 6 ulp of |x| (4.65 measured on x86); for x < -2, where the result is erfc's tail, a relative
 /// error up to 1.4e-5;
 /// gelu_erf(-Inf) = 0.
-KOKKOS_FORCEINLINE_FUNCTION float gelu_erf(float x) { return zero_at_minus_inf(x, 0.5f * x * erfc(-0.70710678f * x)); }
+constexpr float gelu_erf_c = -0.70710678f;  // -1 / sqrt 2
+KOKKOS_FORCEINLINE_FUNCTION float gelu_erf(float x) { return zero_at_minus_inf(x, 0.5f * x * erfc(gelu_erf_c * x)); }
 
 }  // namespace rooftop::math

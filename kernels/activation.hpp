@@ -23,7 +23,7 @@ namespace rooftop {
 enum class Gelu { tanh, erf };
 
 #if defined(ROOFTOP_HAS_EXP_LANES) && defined(ROOFTOP_HAS_MAP_LINES)
-/// GELU (tanh form) and SiLU in registers of lanes on the host (AVX-512 or AVX2; see has_lanes).
+/// GELU (both forms) and SiLU in registers of lanes on the host (AVX-512 or AVX2; see has_lanes).
 #define ROOFTOP_HAS_ACTIVATION_LANES 1
 #endif
 
@@ -105,8 +105,9 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
       const T* const from = in + lo;
       auto one = [&](const std::int64_t j) { return f(float(from[j])); };
 #if defined(ROOFTOP_HAS_AVX2_LANES)
-      // AVX2: a cache line of out at a time, its registers computed together (F::lanes of an
-      // array, see cpu::times_sigmoid_of_exp2), bias_gelu's rows likewise. Against a register at
+      // AVX2: four registers at a time (a cache line of 2-byte values, two of fp32: see
+      // step_registers), computed together (F::lanes of an array, see
+      // cpu::times_sigmoid_of_exp2), bias_gelu's rows likewise. Against a register at
       // a time (bf16 a pair), Zen 3 VM: one thread, 16384 values (in L2), best us: gelu fp32
       // 7.2 -> 6.7, bf16 11.2 -> 9.9, fp16 8.0 -> 7.1; silu fp32 and bf16 unchanged, fp16 6.8
       // -> 6.2; bias_gelu 4-15% less. 2 threads, the harness's main-memory sizes, the builds
@@ -126,8 +127,8 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
       } else {
         map_line_registers<streamed>(
             out + lo, hi - lo,
-            [&](const std::int64_t j, cpu::Floats(&v)[line_registers<T>]) {
-              for (int u = 0; u < line_registers<T>; ++u) v[u] = cpu::load_floats(from + j + cpu::float_lanes * u);
+            [&](const std::int64_t j, cpu::Floats(&v)[step_registers]) {
+              for (int u = 0; u < step_registers; ++u) v[u] = cpu::load_floats(from + j + cpu::float_lanes * u);
               F::lanes(v);
             },
             one);
@@ -259,9 +260,9 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           const auto vector = [&](const std::int64_t c) { return lanes(cpu::load_floats(in + c) + cpu::load_floats(b + c), c); };
           const auto scalar = [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); };
 #if defined(ROOFTOP_HAS_AVX2_LANES)
-          if constexpr (has_pair_lanes<G>) {  // a line at a time, its registers together (as map_lanes)
-            const auto registers = [&](const std::int64_t c, cpu::Floats(&v)[line_registers<T>]) {
-              for (int u = 0; u < line_registers<T>; ++u)
+          if constexpr (has_pair_lanes<G>) {  // four registers at a time, together (as map_lanes)
+            const auto registers = [&](const std::int64_t c, cpu::Floats(&v)[step_registers]) {
+              for (int u = 0; u < step_registers; ++u)
                 v[u] = cpu::load_floats(in + c + cpu::float_lanes * u) + cpu::load_floats(b + c + cpu::float_lanes * u);
               G::lanes_of(v);
             };
@@ -337,8 +338,20 @@ struct GeluTanh {
   [[gnu::always_inline]] static void lanes(cpu::Floats (&v)[U]) { cpu::gelu_tanh(v); }
 #endif
 };
+/// GELU's erf form; on AVX-512 and AVX2 hosts in lanes too (cpu::gelu_erf, bit for bit this).
+/// Against GCC's vectorization of the portable form, Zen 3 VM, the harness's gelu_erf, the
+/// builds alternated three times: one thread, 16384 values in L2, best ns per element, fp32
+/// 1.45 -> 0.93, bf16 1.81 -> 1.27, fp16 1.69 -> 1.01 (the tanh form 0.39, 0.60, 0.43); 2
+/// threads from memory (`--quick`), GB/s: fp32 9.3-10.6 -> 14.0-15.8, bf16 3.7-4.3 -> 5.7-6.2,
+/// fp16 4.0-4.7 -> 6.6-7.6. Still bound by its arithmetic there: erfc's ten-term polynomial, a
+/// division and an exp, about twice the tanh form's work.
 struct GeluErf {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_erf(v); }
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+  [[gnu::always_inline]] static cpu::Floats lanes(cpu::Floats v) { return cpu::gelu_erf(v); }
+  template <int U>
+  [[gnu::always_inline]] static void lanes(cpu::Floats (&v)[U]) { cpu::gelu_erf(v); }
+#endif
 };
 /// Calls f with the functor of the selected GELU form (chosen on the host, so each kernel
 /// compiles one straight-line form).
@@ -363,6 +376,8 @@ template <>
 inline constexpr bool has_lanes<GeluTanh> = true;
 template <>
 inline constexpr bool has_lanes<Silu> = true;
+template <>
+inline constexpr bool has_lanes<GeluErf> = true;
 #endif
 struct Identity {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return v; }
@@ -487,10 +502,11 @@ void gelu(const Exec& exec, const X& x, const Y& y, Gelu form = Gelu::tanh) {
 template <class X, class Y>
 void gelu(const X& x, const Y& y, Gelu form = Gelu::tanh) { gelu(typename Y::execution_space{}, x, y, form); }
 
-/// Cost of gelu over n elements of T: 8 FLOPs each (tanh form: 3 for the cubic, 2 scalings,
-/// exp, add, divide); read x, write y.
+/// Cost of gelu over n elements of T: tanh form 8 FLOPs each (3 for the cubic, 2 scalings,
+/// exp, add, divide), erf form 5 (0.5 x (1 + erf(x / sqrt 2)): 3 multiplies, erf, add); read
+/// x, write y.
 template <class T>
-constexpr Cost gelu_cost(std::int64_t n) { return detail::unary_cost<T>(n, 8); }
+constexpr Cost gelu_cost(std::int64_t n, Gelu form = Gelu::tanh) { return detail::unary_cost<T>(n, form == Gelu::tanh ? 8 : 5); }
 
 // ---- silu ------------------------------------------------------------------------------------
 

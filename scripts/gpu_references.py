@@ -67,7 +67,7 @@ def attention(q, k, v):
 def setup(op, shape, dtype, device):
     """(description, callable) of op's PyTorch counterpart on fresh inputs, or None."""
     r = lambda *s, **kw: rand(s, dtype, device, **kw)
-    if op in ("copy", "scale", "add", "triad", "dot", "sum", "max", "nrm2", "relu", "gelu", "silu"):
+    if op in ("copy", "scale", "add", "triad", "dot", "sum", "max", "nrm2", "relu", "gelu", "gelu_erf", "silu"):
         n = shape[0]
         x, y, z = r(n), r(n), torch.empty(n, dtype=dtype, device=device)
         return {
@@ -81,6 +81,7 @@ def setup(op, shape, dtype, device):
             "nrm2": ("torch.linalg.vector_norm(x)", lambda: torch.linalg.vector_norm(x)),
             "relu": ("torch.relu(x)", lambda: torch.relu(x)),
             "gelu": ("F.gelu(x, approximate='tanh')", lambda: F.gelu(x, approximate="tanh")),
+            "gelu_erf": ("F.gelu(x)", lambda: F.gelu(x)),
             "silu": ("F.silu(x)", lambda: F.silu(x)),
         }[op]
     if op in ("bias_gelu", "softmax", "layernorm", "rmsnorm"):

@@ -116,7 +116,7 @@ TEST_CASE("activations of special values: +-0, +-Inf, NaN, huge") {
   CHECK(s[8] == doctest::Approx(-88.0 / (1 + std::exp(88.0))).epsilon(1e-5));
 }
 
-TEST_CASE_TEMPLATE("relu, gelu and silu equal the scalar functions bit for bit, wherever an element falls (host vector code)",
+TEST_CASE_TEMPLATE("relu, gelu (both forms) and silu equal the scalar functions bit for bit, wherever an element falls (host vector code)",
                    T, ROOFTOP_ML_DTYPES) {
   // Host kernels compute whole lines in vector registers and the elements around them one at a
   // time: every element, special values among them, must come out as the scalar function
@@ -155,6 +155,7 @@ TEST_CASE_TEMPLATE("relu, gelu and silu equal the scalar functions bit for bit, 
       };
       check([](auto a, auto b) { rooftop::relu(Exec(), a, b); }, [](float v) { return v > 0.0f || v != v ? v : 0.0f; });
       check([](auto a, auto b) { rooftop::gelu(Exec(), a, b); }, [](float v) { return math::gelu_tanh(v); });
+      check([](auto a, auto b) { rooftop::gelu(Exec(), a, b, Gelu::erf); }, [](float v) { return math::gelu_erf(v); });
       check([](auto a, auto b) { rooftop::silu(Exec(), a, b); }, [](float v) { return math::silu(v); });
     }
 }

@@ -178,6 +178,16 @@ template <bool streamed>
   store_bits<streamed>(p, bits.lo);
   store_bits<streamed>(static_cast<char*>(p) + 32, bits.hi);
 }
+/// Two cache lines of bits (first at the lower address).
+struct TwoLines {
+  LineBits first, second;
+};
+/// Stores two lines of bits at the 64-byte aligned p, streamed where `streamed`.
+template <bool streamed>
+[[gnu::always_inline]] inline void store_bits(void* p, TwoLines bits) {
+  store_bits<streamed>(p, bits.first);
+  store_bits<streamed>(static_cast<char*>(p) + 64, bits.second);
+}
 #if defined(__AVX512F__)
 template <bool streamed>
 [[gnu::always_inline]] inline void store_bits(void* p, __m512i bits) {
