@@ -398,6 +398,22 @@ template <bool streamed, class T, class Registers, class One>
 }
 #endif
 
+#if defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_AVX2_LANES)
+/// A cache line of 32 bf16 from p (unaligned) as four registers of floats: the even and the odd
+/// values of its first half, then of its second (cpu::load_pairs; AVX2 hosts).
+[[gnu::always_inline]] inline void load_pair_line(const bf16* p, cpu::Floats (&v)[4]) {
+  const cpu::Bf16Pairs first = cpu::load_pairs(p), second = cpu::load_pairs(p + 16);
+  v[0] = first.even;
+  v[1] = first.odd;
+  v[2] = second.even;
+  v[3] = second.odd;
+}
+/// The bits of that line from four such registers, each value rounded as narrow<bf16> does.
+[[gnu::always_inline]] inline cpu::LineBits merge_pair_line(const cpu::Floats (&v)[4]) {
+  return {cpu::merge_pairs(v[0], v[1]), cpu::merge_pairs(v[2], v[3])};
+}
+#endif
+
 /// How an elementwise or row-wise op's outputs may be written on the host when they are large.
 /// Streaming stores pay where the loop is bound by memory, and lose where it is bound by its
 /// instructions: interleaved medians of 25 runs each on the 2-core Zen 3 VM, 128 MiB arrays,

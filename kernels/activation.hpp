@@ -118,10 +118,10 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
         map_whole_lines<streamed>(
             out + lo, hi - lo,
             [&](const std::int64_t j) {
-              const cpu::Bf16Pairs p = cpu::load_pairs(from + j), q = cpu::load_pairs(from + j + 2 * cpu::float_lanes);
-              cpu::Floats v[4] = {p.even, p.odd, q.even, q.odd};
+              cpu::Floats v[4];
+              load_pair_line(from + j, v);
               F::lanes(v);
-              return cpu::LineBits{cpu::merge_pairs(v[0], v[1]), cpu::merge_pairs(v[2], v[3])};
+              return merge_pair_line(v);
             },
             one);
       } else {
@@ -286,12 +286,12 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           map_whole_lines<false>(
               &y(r.row, 0), cols,
               [&](const std::int64_t c) {
-                const std::int64_t d = c + 2 * cpu::float_lanes;
-                const cpu::Bf16Pairs v = cpu::load_pairs(in + c), w = cpu::load_pairs(b + c);
-                const cpu::Bf16Pairs p = cpu::load_pairs(in + d), q = cpu::load_pairs(b + d);
-                cpu::Floats s[4] = {v.even + w.even, v.odd + w.odd, p.even + q.even, p.odd + q.odd};
+                cpu::Floats s[4], w[4];
+                load_pair_line(in + c, s);
+                load_pair_line(b + c, w);
+                for (int u = 0; u < 4; ++u) s[u] += w[u];
                 G::lanes_of(s);
-                return cpu::LineBits{cpu::merge_pairs(s[0], s[1]), cpu::merge_pairs(s[2], s[3])};
+                return merge_pair_line(s);
               },
               [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); });
           return;
