@@ -159,7 +159,8 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
                                      [](double v, std::size_t) { return reference::gelu_tanh(v); }, 16);
                    }));
   // GELU's erf form (PyTorch's default, nn.GELU()), under its own name.
-  t.push_back(spec("gelu_erf", {}, [=](auto tag, const Shape& s) { return gelu_cost<typename decltype(tag)::type>(n_of(s), Gelu::erf); },
+  t.push_back(spec("gelu_erf", {},
+                   [=](auto tag, const Shape& s) { return gelu_cost<typename decltype(tag)::type>(n_of(s), Gelu::erf); },
                    [=](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
                      return unary<T>(

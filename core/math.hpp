@@ -79,9 +79,6 @@ KOKKOS_FORCEINLINE_FUNCTION float exp2_in_range(float z) {
 /// log2(e) in float, for callers of exp2_in_range.
 constexpr float log2e = 1.44269504f;
 
-/// e^x for float, within 3 ulp of the true value for x >= -86.6434 (results of 2^-125 and
-/// more; smaller x gives +0). e^-Inf = 0, e^Inf = Inf, overflow (x > 88.72283) gives Inf, NaN
-/// stays NaN.
 namespace detail {
 /// exp's constants, named for the host's vector form (backends/cpu/exp_vectors.hpp): -ln 2 as
 /// a part exact in a product with n and a correction (Cody-Waite), and the arguments below and
@@ -92,6 +89,9 @@ struct ExpConstants {
 };
 }  // namespace detail
 
+/// e^x for float, within 3 ulp of the true value for x >= -86.6434 (results of 2^-125 and
+/// more; smaller x gives +0). e^-Inf = 0, e^Inf = Inf, overflow (x > 88.72283) gives Inf, NaN
+/// stays NaN.
 KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
   // x = n ln2 + r with |r| <= ln2/2 (Cody-Waite: ln2 split in a part exact in a product with
   // n and a correction), so r is accurate for large |x| too; then e^r = 2^(r log2 e).
@@ -139,11 +139,6 @@ KOKKOS_FORCEINLINE_FUNCTION float gelu_tanh(float x) {
   return times_sigmoid_of_exp2(x, x * compat::fma(x * x, gelu_tanh_c3, gelu_tanh_c1));
 }
 
-/// erfc(z) (Chebyshev fit of W. H. Press et al., Numerical Recipes, erfcc): accurate in the
-/// tail, where 1 - erf(z) would cancel. The fit's own relative error is below 1.2e-7; in fp32,
-/// the rounding of its exponent -z^2 + p (an absolute error of up to half an ulp of z^2) becomes
-/// a relative error of the result: measured against float64, at most 5.3e-7 for |z| < 1, 1.3e-6
-/// for z < 5, 4.2e-6 for z up to 10 (results down to 1e-37).
 namespace detail {
 /// erfc's polynomial in t, named for the host's vector form (backends/cpu/exp_vectors.hpp).
 struct ErfcPoly {
@@ -151,6 +146,12 @@ struct ErfcPoly {
                          c4 = -0.18628806f, c3 = 0.09678418f, c2 = 0.37409196f, c1 = 1.00002368f, c0 = -1.26551223f;
 };
 }  // namespace detail
+
+/// erfc(z) (Chebyshev fit of W. H. Press et al., Numerical Recipes, erfcc): accurate in the
+/// tail, where 1 - erf(z) would cancel. The fit's own relative error is below 1.2e-7; in fp32,
+/// the rounding of its exponent -z^2 + p (an absolute error of up to half an ulp of z^2) becomes
+/// a relative error of the result: measured against float64, at most 5.3e-7 for |z| < 1, 1.3e-6
+/// for z < 5, 4.2e-6 for z up to 10 (results down to 1e-37).
 KOKKOS_FORCEINLINE_FUNCTION float erfc(float z) {
   using C = detail::ErfcPoly;
   const float a = compat::fabs(z);

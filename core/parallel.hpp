@@ -371,9 +371,9 @@ template <bool streamed, class T, class Vector, class One>
 #if defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_AVX2_LANES)
 /// Registers of fp32 lanes map_line_registers computes together on AVX2 hosts: four, a 64-byte
 /// line of bf16/fp16 or two lines of fp32. Against one line of fp32 (two registers), Zen 3 VM,
-/// one thread, 16384 values in L2, the builds alternated three times, best us: gelu 6.66 ->
-/// 6.29, silu 5.65 -> 5.31, bias_gelu 4-8% less; GELU's erf form in L1, a scratch program, TSC
-/// cycles per register: 21.2 -> 17.8.
+/// one thread, 16384 values in L2, the builds alternated three times, best us: gelu 6.60 ->
+/// 6.38, silu 5.78 -> 5.41, bias_gelu 7.27-14.11 -> 6.77-12.93; GELU's erf form in L1, a
+/// scratch program, TSC cycles per register: 21.2 -> 17.8.
 inline constexpr int step_registers = 4;
 /// map_lines step_registers of fp32 lanes at a time on an AVX2 host: registers(j, v) fills v
 /// with the values of out[j, j + 8 step_registers) together, so code whose registers are each a
@@ -389,16 +389,15 @@ template <bool streamed, class T, class Registers, class One>
         cpu::Floats v[step_registers];
         registers(j, v);
         if constexpr (sizeof(T) == 4) {
-          return cpu::TwoLines{{_mm256_castps_si256(v[0]), _mm256_castps_si256(v[1])}, {_mm256_castps_si256(v[2]), _mm256_castps_si256(v[3])}};
+          return cpu::TwoLines{{_mm256_castps_si256(v[0]), _mm256_castps_si256(v[1])},
+                               {_mm256_castps_si256(v[2]), _mm256_castps_si256(v[3])}};
         } else {
           return cpu::LineBits{cpu::narrow16<T>(v[0], v[1]), cpu::narrow16<T>(v[2], v[3])};
         }
       },
       one);
 }
-#endif
 
-#if defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_AVX2_LANES)
 /// A cache line of 32 bf16 from p (unaligned) as four registers of floats: the even and the odd
 /// values of its first half, then of its second (cpu::load_pairs; AVX2 hosts).
 [[gnu::always_inline]] inline void load_pair_line(const bf16* p, cpu::Floats (&v)[4]) {

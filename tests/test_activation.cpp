@@ -116,7 +116,8 @@ TEST_CASE("activations of special values: +-0, +-Inf, NaN, huge") {
   CHECK(s[8] == doctest::Approx(-88.0 / (1 + std::exp(88.0))).epsilon(1e-5));
 }
 
-TEST_CASE_TEMPLATE("relu, gelu (both forms) and silu equal the scalar functions bit for bit, wherever an element falls (host vector code)",
+TEST_CASE_TEMPLATE("relu, gelu (both forms) and silu equal the scalar functions bit for bit, wherever an element falls"
+                   " (host vector code)",
                    T, ROOFTOP_ML_DTYPES) {
   // Host kernels compute whole lines in vector registers and the elements around them one at a
   // time: every element, special values among them, must come out as the scalar function
