@@ -153,31 +153,20 @@ struct DropoutMask {
   };
   ROOFTOP_AVX512_WARNINGS_ON
 #elif defined(ROOFTOP_HAS_MAP_LINES)
-  /// keeps() and apply() eight lanes at a time on an AVX2 host (the interface of the AVX-512
-  /// Lanes above): a kept lane's mask is all ones, and a dropped value is cleared by an AND.
+  /// keeps() and apply() eight lanes at a time on an AVX2 host, a few registers together (the
+  /// AVX-512 Lanes above apply one register at a time): a kept lane's mask is all ones, and a
+  /// dropped value is cleared by an AND.
   struct Lanes {
     __m256i key1, threshold, c1, c2, any;
     __m256 scale;
     explicit Lanes(const DropoutMask& m)
         : key1(splat(m.key1)), threshold(splat(m.threshold32)), c1(splat(0x85ebca6bu)), c2(splat(0xc2b2ae35u)),
           any(_mm256_set1_epi32(m.keep_any ? -1 : 0)), scale(_mm256_set1_ps(m.scale)) {}
-    /// All ones in the lanes whose counters' low words `low` (under the keys `key`) are kept:
-    /// fmix32 in lanes, h >= threshold unsigned as max(h, threshold) == h.
-    [[gnu::always_inline]] __m256i kept(__m256i low, __m256i key) const {
-      __m256i h = _mm256_xor_si256(low, key);
-      h = _mm256_mullo_epi32(_mm256_xor_si256(h, _mm256_srli_epi32(h, 16)), c1);
-      h = _mm256_mullo_epi32(_mm256_xor_si256(h, _mm256_srli_epi32(h, 13)), c2);
-      h = _mm256_xor_si256(_mm256_xor_si256(h, _mm256_srli_epi32(h, 16)), key1);
-      return _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(h, threshold), h), any);
-    }
-    /// v scaled in the kept lanes, 0 in the others.
-    [[gnu::always_inline]] __m256 apply(__m256 v, __m256i low, __m256i key) const {
-      return _mm256_and_ps(_mm256_mul_ps(v, scale), _mm256_castsi256_ps(kept(low, key)));
-    }
-    /// apply of U registers together, each step of the hash over all of them before the next
-    /// (the same operations: the same values). One register's hash is a chain of a dozen
-    /// dependent operations; a scratch program, one thread in L1, TSC cycles per register of
-    /// eight: 5.3 one register at a time, 4.4 four together.
+    /// v[u] scaled in the lanes whose counters' low words low[u] (under `key`) are kept, 0 in
+    /// the others: fmix32 in lanes, h >= threshold unsigned as max(h, threshold) == h. Each
+    /// step of the hash goes over all U registers before the next (one register's hash is a
+    /// chain of a dozen dependent operations; a scratch program, one thread in L1, TSC cycles
+    /// per register of eight: 5.3 one register at a time, 4.4 four together).
     template <int U>
     [[gnu::always_inline]] void apply(__m256 (&v)[U], const __m256i (&low)[U], __m256i key) const {
       __m256i h[U];
@@ -190,7 +179,6 @@ struct DropoutMask {
         v[u] = _mm256_and_ps(_mm256_mul_ps(v[u], scale), _mm256_castsi256_ps(keep));
       }
     }
-    [[gnu::always_inline]] __m256 apply_computed(__m256 v, __m256i low, __m256i key) const { return apply(v, low, key); }
     /// The low words low0 + j, ..., low0 + j + 7.
     [[gnu::always_inline]] static __m256i counters(std::uint32_t low0, std::int64_t j) {
       return _mm256_add_epi32(splat(low0 + static_cast<std::uint32_t>(j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -260,8 +248,7 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
           },
           one);
     }
-    return;
-#endif
+#else
     map_lines<streamed>(
         out + j0, count,
         [&](const std::int64_t j) {
@@ -272,6 +259,7 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
           return sizeof(In) == 2 ? lanes.apply_computed(v, counters, k) : lanes.apply(v, counters, k);
         },
         one);
+#endif
   });
 }
 ROOFTOP_AVX512_WARNINGS_ON
