@@ -368,36 +368,39 @@ template <bool streamed, class T, class Vector, class One>
 }
 #endif
 
-#if defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_AVX2_LANES)
-/// Registers of fp32 lanes map_line_registers computes together on AVX2 hosts: four, a 64-byte
-/// line of bf16/fp16 or two lines of fp32. Against one line of fp32 (two registers), Zen 3 VM,
-/// one thread, 16384 values in L2, the builds alternated three times, best us: gelu 6.60 ->
-/// 6.38, silu 5.78 -> 5.41, bias_gelu 7.27-14.11 -> 6.77-12.93; GELU's erf form in L1, a
-/// scratch program, TSC cycles per register: 21.2 -> 17.8.
+#if defined(ROOFTOP_HAS_MAP_LINES)
+/// Registers of fp32 lanes map_line_registers computes together: four, on AVX2 hosts a 64-byte
+/// line of bf16/fp16 or two lines of fp32, on AVX-512 hosts two lines of bf16/fp16 or four of
+/// fp32. AVX2, against one line of fp32 (two registers), Zen 3 VM, one thread, 16384 values in
+/// L2, the builds alternated three times, best us: gelu 6.60 -> 6.38, silu 5.78 -> 5.41,
+/// bias_gelu 7.27-14.11 -> 6.77-12.93; GELU's erf form in L1, a scratch program, TSC cycles
+/// per register: 21.2 -> 17.8. AVX-512: see map_lanes.
 inline constexpr int step_registers = 4;
-/// map_lines step_registers of fp32 lanes at a time on an AVX2 host: registers(j, v) fills v
-/// with the values of out[j, j + 8 step_registers) together, so code whose registers are each a
+/// map_lines step_registers of fp32 lanes at a time: registers(j, v) fills v with the values
+/// of out[j, j + cpu::float_lanes step_registers) together, so code whose registers are each a
 /// long chain of steps can interleave them (see cpu::times_sigmoid_of_exp2); narrowed as
 /// map_lines narrows them.
 template <bool streamed, class T, class Registers, class One>
 [[gnu::always_inline]] inline void map_line_registers(T* out, std::int64_t n, const Registers& registers, const One& one) {
   static_assert(cpu::has_float_lanes<T>, "map_line_registers: fp32, bf16 or fp16 outputs");
-  static_assert(step_registers == 4, "map_line_registers: a line of 2-byte values, two of fp32");
+  static_assert(step_registers == 4, "map_line_registers: four registers, narrowed in pairs");
   map_whole_lines<streamed>(
       out, n,
       [&](const std::int64_t j) {
         cpu::Floats v[step_registers];
         registers(j, v);
         if constexpr (sizeof(T) == 4) {
-          return cpu::TwoLines{{_mm256_castps_si256(v[0]), _mm256_castps_si256(v[1])},
-                               {_mm256_castps_si256(v[2]), _mm256_castps_si256(v[3])}};
+          return cpu::RegisterBits<4>{
+              {cpu::float_bits(v[0]), cpu::float_bits(v[1]), cpu::float_bits(v[2]), cpu::float_bits(v[3])}};
         } else {
-          return cpu::LineBits{cpu::narrow16<T>(v[0], v[1]), cpu::narrow16<T>(v[2], v[3])};
+          return cpu::RegisterBits<2>{{cpu::narrow_bits<T>(v[0], v[1]), cpu::narrow_bits<T>(v[2], v[3])}};
         }
       },
       one);
 }
+#endif
 
+#if defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_AVX2_LANES)
 /// A cache line of 32 bf16 from p (unaligned) as four registers of floats: the even and the odd
 /// values of its first half, then of its second (cpu::load_pairs; AVX2 hosts).
 [[gnu::always_inline]] inline void load_pair_line(const bf16* p, cpu::Floats (&v)[4]) {
@@ -408,8 +411,8 @@ template <bool streamed, class T, class Registers, class One>
   v[3] = second.odd;
 }
 /// The bits of that line from four such registers, each value rounded as narrow<bf16> does.
-[[gnu::always_inline]] inline cpu::LineBits merge_pair_line(const cpu::Floats (&v)[4]) {
-  return {cpu::merge_pairs(v[0], v[1]), cpu::merge_pairs(v[2], v[3])};
+[[gnu::always_inline]] inline cpu::RegisterBits<2> merge_pair_line(const cpu::Floats (&v)[4]) {
+  return {{cpu::merge_pairs(v[0], v[1]), cpu::merge_pairs(v[2], v[3])}};
 }
 #endif
 

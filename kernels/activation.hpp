@@ -104,18 +104,21 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
     for_each_chunk<T, streamed>(label, exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
       const T* const from = in + lo;
       auto one = [&](const std::int64_t j) { return f(float(from[j])); };
+      // Four registers at a time (on AVX2 hosts a cache line of 2-byte values, two of fp32;
+      // on AVX-512 hosts two of 2-byte values, four of fp32: see step_registers), computed
+      // together (F::lanes of an array, see cpu::times_sigmoid_of_exp2), bias_gelu's rows
+      // likewise. Against a register at a time (on AVX2 bf16 a pair), Zen 3 VM: one thread,
+      // 16384 values (in L2), best us: gelu fp32 7.2 -> 6.7, bf16 11.2 -> 9.9, fp16 8.0 ->
+      // 7.1; silu fp32 and bf16 unchanged, fp16 6.8 -> 6.2; bias_gelu 4-15% less. 2 threads,
+      // the harness's main-memory sizes, the builds alternated three times, GB/s: gelu bf16
+      // 10.4-11.5 -> 12.7-12.8 (fp32 and fp16 within the noise), silu fp16 15.7-16.0 ->
+      // 17.1-20.6, bias_gelu fp32 rows of 4096 and 32768 21.6-24.4 -> 27.0-34.9, bf16
+      // 10.2-10.9 -> 10.6-12.7, fp16 11.2-14.5 -> 13.1-17.1. On AVX-512 (Zen 5 VM), one
+      // thread in L2: gelu 6-10%, silu 4-11%, GELU's erf form 17-23% less time; from memory
+      // the erf form's bf16/fp16 1.3x (docs/kernels.md has the figures).
 #if defined(ROOFTOP_HAS_AVX2_LANES)
-      // AVX2: four registers at a time (a cache line of 2-byte values, two of fp32: see
-      // step_registers), computed together (F::lanes of an array, see
-      // cpu::times_sigmoid_of_exp2), bias_gelu's rows likewise. Against a register at
-      // a time (bf16 a pair), Zen 3 VM: one thread, 16384 values (in L2), best us: gelu fp32
-      // 7.2 -> 6.7, bf16 11.2 -> 9.9, fp16 8.0 -> 7.1; silu fp32 and bf16 unchanged, fp16 6.8
-      // -> 6.2; bias_gelu 4-15% less. 2 threads, the harness's main-memory sizes, the builds
-      // alternated three times, GB/s: gelu bf16 10.4-11.5 -> 12.7-12.8 (fp32 and fp16 within
-      // the noise), silu fp16 15.7-16.0 -> 17.1-20.6, bias_gelu fp32 rows of 4096 and 32768
-      // 21.6-24.4 -> 27.0-34.9, bf16 10.2-10.9 -> 10.6-12.7, fp16 11.2-14.5 -> 13.1-17.1.
       if constexpr (activation_pairs<T>) {
-        map_whole_lines<streamed>(
+        return map_whole_lines<streamed>(
             out + lo, hi - lo,
             [&](const std::int64_t j) {
               cpu::Floats v[4];
@@ -124,18 +127,15 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
               return merge_pair_line(v);
             },
             one);
-      } else {
-        map_line_registers<streamed>(
-            out + lo, hi - lo,
-            [&](const std::int64_t j, cpu::Floats(&v)[step_registers]) {
-              for (int u = 0; u < step_registers; ++u) v[u] = cpu::load_floats(from + j + cpu::float_lanes * u);
-              F::lanes(v);
-            },
-            one);
       }
-      return;
 #endif
-      map_lines<streamed>(out + lo, hi - lo, [&](const std::int64_t j) { return F::lanes(cpu::load_floats(from + j)); }, one);
+      map_line_registers<streamed>(
+          out + lo, hi - lo,
+          [&](const std::int64_t j, cpu::Floats(&v)[step_registers]) {
+            for (int u = 0; u < step_registers; ++u) v[u] = cpu::load_floats(from + j + cpu::float_lanes * u);
+            F::lanes(v);
+          },
+          one);
     });
   };
   if (stores == Stores::streamed_when_large && host_streams<Exec> && streams<T>(n)) {
@@ -171,19 +171,18 @@ inline constexpr bool has_stage = false;
 template <class G>
 inline constexpr bool has_stage<G, std::void_t<decltype(&G::stage)>> = true;
 
-/// Whether the row functor G (of map_rows_with_bias) computes a register of columns at once on
-/// an AVX-512 or AVX2 host: G::row_lanes, with g.lanes(cols) returning (v, c) -> the values of
-/// columns [c, c + cpu::float_lanes) from the cpu::Floats v of their sums x + bias, bit for bit
-/// g(v, c).
+/// Whether the row functor G (of map_rows_with_bias) computes registers of columns on an
+/// AVX-512 or AVX2 host: G::row_lanes, with g.lanes(cols) returning (v, c) -> nothing, which
+/// replaces the cpu::Floats v[step_registers], the sums x + bias of columns [c, c +
+/// step_registers cpu::float_lanes), by their values, computed together, bit for bit g(v, c).
 template <class G, class = void>
 inline constexpr bool has_row_lanes = false;
 template <class G>
 inline constexpr bool has_row_lanes<G, std::void_t<decltype(G::row_lanes)>> = G::row_lanes;
 
-/// Whether the row functor G (of map_rows_with_bias) computes a register of columns at once
-/// without regard to the columns (G::pair_lanes, with g.lanes(cols) as for row_lanes, and
-/// G::lanes_of(v) of an array of registers, computed together), so that it may take them in
-/// pairs of registers (activation_pairs) or a line at a time (AVX2 hosts).
+/// Whether the row functor G (of map_rows_with_bias) computes its registers without regard to
+/// the columns (G::pair_lanes, with G::lanes_of(v) of an array of registers, computed
+/// together), so that it may take them in pairs of registers (activation_pairs, AVX2 hosts).
 template <class G, class = void>
 inline constexpr bool has_pair_lanes = false;
 template <class G>
@@ -257,26 +256,16 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           const T* const in = &x(r.row, 0);
           const T* const b = bias.data();
           const auto lanes = g.lanes(cols);
-          const auto vector = [&](const std::int64_t c) { return lanes(cpu::load_floats(in + c) + cpu::load_floats(b + c), c); };
+          const auto registers = [&](const std::int64_t c, cpu::Floats(&v)[step_registers]) {
+            for (int u = 0; u < step_registers; ++u)
+              v[u] = cpu::load_floats(in + c + cpu::float_lanes * u) + cpu::load_floats(b + c + cpu::float_lanes * u);
+            lanes(v, c);
+          };
           const auto scalar = [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); };
-#if defined(ROOFTOP_HAS_AVX2_LANES)
-          if constexpr (has_pair_lanes<G>) {  // four registers at a time, together (as map_lanes)
-            const auto registers = [&](const std::int64_t c, cpu::Floats(&v)[step_registers]) {
-              for (int u = 0; u < step_registers; ++u)
-                v[u] = cpu::load_floats(in + c + cpu::float_lanes * u) + cpu::load_floats(b + c + cpu::float_lanes * u);
-              G::lanes_of(v);
-            };
-            if constexpr (lanes_stream) {
-              if (r.stream) return map_line_registers<true>(&y(r.row, 0), cols, registers, scalar);
-            }
-            map_line_registers<false>(&y(r.row, 0), cols, registers, scalar);
-            return;
-          }
-#endif
           if constexpr (lanes_stream) {
-            if (r.stream) return map_lines<true>(&y(r.row, 0), cols, vector, scalar);
+            if (r.stream) return map_line_registers<true>(&y(r.row, 0), cols, registers, scalar);
           }
-          map_lines<false>(&y(r.row, 0), cols, vector, scalar);
+          map_line_registers<false>(&y(r.row, 0), cols, registers, scalar);
           return;
         }
 #if defined(ROOFTOP_HAS_AVX2_LANES)
@@ -389,12 +378,12 @@ struct Pointwise {
   KOKKOS_INLINE_FUNCTION const Pointwise& row(std::int64_t) const { return *this; }
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v, std::int64_t) const { return f(v); }
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
-  /// On an AVX-512 or AVX2 host where F has lanes: (v, c) -> F's values of v (see has_row_lanes;
-  /// the column does not matter, see has_pair_lanes).
+  /// On an AVX-512 or AVX2 host where F has lanes: F's values of the registers, together (see
+  /// has_row_lanes; the column does not matter, see has_pair_lanes).
   static constexpr bool row_lanes = has_lanes<F>;
   static constexpr bool pair_lanes = has_lanes<F>;
   auto lanes(std::int64_t) const {
-    return [](const cpu::Floats v, std::int64_t) { return F::lanes(v); };
+    return [](cpu::Floats(&v)[step_registers], std::int64_t) { F::lanes(v); };
   }
   template <int U>
   [[gnu::always_inline]] static void lanes_of(cpu::Floats (&v)[U]) { F::lanes(v); }

@@ -289,11 +289,13 @@ struct GeluDropout {
       mask.apply_block(in, out, count, first + static_cast<std::uint64_t>(c));
     }
 #if defined(ROOFTOP_HAS_STREAM_VECTORS) && defined(ROOFTOP_HAS_ACTIVATION_LANES)
-    /// On an AVX-512 host where G has lanes: (v, c) -> the sixteen values of columns
-    /// [c, c + 16) of a row of `cols`, each a lane of v (the sum x + bias), bit for bit
-    /// operator() (a lane's key is the carried one where its low word has wrapped, as in keep;
-    /// rows whose low words do not wrap skip that choice). With the masked multiply of
-    /// apply_computed, bf16 4096 columns in L1, one thread: 10.3 -> 9.2 TSC cycles per sixteen.
+    /// On an AVX-512 host where G has lanes: (v, c) -> v[u] replaced by the values of columns
+    /// [c + 16u, c + 16u + 16) of a row of `cols`, from their sums x + bias, bit for bit
+    /// operator(): GELU of the registers together, then each one's mask (a lane's key is the
+    /// carried one where its low word has wrapped, as in keep; rows whose low words do not wrap
+    /// skip that choice). With the masked multiply of apply_computed, bf16 4096 columns in L1,
+    /// one thread: 10.3 -> 9.2 TSC cycles per sixteen; four registers together rather than one,
+    /// one thread, 4x4096 in L2, 5-7% less time (docs/kernels.md).
     /// Not on AVX2 hosts (lanes_in_blocks there, below): with sixteen registers the fused lanes
     /// spill, and the two loops over each block (stage) ran faster (Zen 3 VM, one thread, 64x4096, min of six alternations,
     /// ns per element: bf16 0.95 blocks, 1.12 lanes; fp16 0.86, 0.92; fp32 0.77 both).
@@ -302,11 +304,15 @@ struct GeluDropout {
       return [d = DropoutMask::Lanes(mask), low0 = span.low0, key = _mm512_set1_epi32(static_cast<int>(span.key)),
               carry = _mm512_set1_epi32(static_cast<int>(span.key_carry)),
               wraps = static_cast<std::uint64_t>(span.low0) + static_cast<std::uint64_t>(cols) > 0x100000000ull](
-                 const __m512 v, const std::int64_t c) {
-        const __m512i low = DropoutMask::Lanes::counters(low0, c);
-        const __m512i k =
-            wraps ? _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(low, _mm512_set1_epi32(static_cast<int>(low0))), key, carry) : key;
-        return d.apply_computed(G::lanes(v), low, k);
+                 __m512(&v)[step_registers], const std::int64_t c) {
+        G::lanes(v);
+        for (int u = 0; u < step_registers; ++u) {
+          const __m512i low = DropoutMask::Lanes::counters(low0, c + 16 * u);
+          const __m512i k = wraps ? _mm512_mask_blend_epi32(
+                                        _mm512_cmplt_epu32_mask(low, _mm512_set1_epi32(static_cast<int>(low0))), key, carry)
+                                  : key;
+          v[u] = d.apply_computed(v[u], low, k);
+        }
       };
     }
 #elif defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_ACTIVATION_LANES)

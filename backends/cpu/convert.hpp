@@ -275,25 +275,35 @@ template <class T>
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 #endif
 }
+/// The bits of fp32 values in an integer register as wide as Floats.
+[[gnu::always_inline]] inline auto float_bits(Floats v) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  return _mm512_castps_si512(v);
+#else
+  return _mm256_castps_si256(v);
+#endif
+}
+/// The values of two registers (lo first) as 2-byte T in one integer register as wide as
+/// Floats, narrowed as cpu::narrow does.
+template <class T>
+[[gnu::always_inline]] inline auto narrow_bits(Floats lo, Floats hi) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  return narrow32<T>(lo, hi);
+#else
+  return narrow16<T>(lo, hi);
+#endif
+}
 /// The bits of as many values of T as fill an integer register as wide as Floats, from
 /// vector(j), vector(j + float_lanes), ...: fp32 one Floats as it is, 2-byte T two narrowed as
 /// cpu::narrow does.
 template <class T, class Vector>
 [[gnu::always_inline]] inline auto bits_of(const Vector& vector, std::int64_t j) {
   static_assert(has_float_lanes<T>, "bits_of: fp32, bf16 or fp16");
-#if defined(ROOFTOP_HAS_AVX512_CONVERT)
   if constexpr (sizeof(T) == 4) {
-    return _mm512_castps_si512(vector(j));
+    return float_bits(vector(j));
   } else {
-    return narrow32<T>(vector(j), vector(j + 16));
+    return narrow_bits<T>(vector(j), vector(j + float_lanes));
   }
-#else
-  if constexpr (sizeof(T) == 4) {
-    return _mm256_castps_si256(vector(j));
-  } else {
-    return narrow16<T>(vector(j), vector(j + 8));
-  }
-#endif
 }
 #endif
 

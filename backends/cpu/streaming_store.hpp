@@ -168,26 +168,6 @@ template <bool streamed>
     _mm256_store_si256(static_cast<__m256i*>(p), bits);
   }
 }
-/// A cache line of bits in two 256-bit registers (lo the first 32 bytes).
-struct LineBits {
-  __m256i lo, hi;
-};
-/// Stores a line of bits at the 64-byte aligned p, streamed where `streamed`.
-template <bool streamed>
-[[gnu::always_inline]] inline void store_bits(void* p, LineBits bits) {
-  store_bits<streamed>(p, bits.lo);
-  store_bits<streamed>(static_cast<char*>(p) + 32, bits.hi);
-}
-/// Two cache lines of bits (first at the lower address).
-struct TwoLines {
-  LineBits first, second;
-};
-/// Stores two lines of bits at the 64-byte aligned p, streamed where `streamed`.
-template <bool streamed>
-[[gnu::always_inline]] inline void store_bits(void* p, TwoLines bits) {
-  store_bits<streamed>(p, bits.first);
-  store_bits<streamed>(static_cast<char*>(p) + 64, bits.second);
-}
 #if defined(__AVX512F__)
 template <bool streamed>
 [[gnu::always_inline]] inline void store_bits(void* p, __m512i bits) {
@@ -198,6 +178,23 @@ template <bool streamed>
   }
 }
 #endif
+/// The host's widest integer register: 512 bits with AVX-512, else 256.
+#if defined(__AVX512F__)
+using WideBits = __m512i;
+#else
+using WideBits = __m256i;
+#endif
+/// N such registers of bits, stored one after another from part[0]: with AVX2 a cache line in
+/// two, or more lines.
+template <int N>
+struct RegisterBits {
+  WideBits part[N];
+};
+/// Stores N registers of bits at the aligned p, streamed where `streamed`.
+template <bool streamed, int N>
+[[gnu::always_inline]] inline void store_bits(void* p, const RegisterBits<N>& bits) {
+  for (int k = 0; k < N; ++k) store_bits<streamed>(static_cast<char*>(p) + k * sizeof(WideBits), bits.part[k]);
+}
 #endif
 
 /// Streams the 64 bytes at src (64-byte aligned) to the 64-byte aligned line dst: one 512-bit
