@@ -3,7 +3,7 @@
 /// Activations: relu, gelu (tanh or erf form), silu elementwise over rank-1 Views; bias_add
 /// and bias_gelu (bias add fused with GELU) over the rows of a (rows, cols) tensor.
 ///
-/// Storage fp32, bf16 or fp16; math in fp32 (core/math.hpp: vectorizable exp/erfc), rounded
+/// Storage fp32, bf16 or fp16; math in fp32 (core/math.hpp: vectorizable exp/half_erfc), rounded
 /// once to the storage type. Input and output may be the same View.
 #pragma once
 
@@ -33,7 +33,7 @@ namespace detail {
 enum class Work {
   light,  // a few instructions (relu)
   exp,    // an exp and a division (gelu's tanh form, silu)
-  heavy,  // more (gelu's erf form: a polynomial and an exp for erfc)
+  heavy,  // more (gelu's erf form: a polynomial and an exponential for erfc)
 };
 
 /// Stores for an elementwise op of `work` writing T: light ops as light_op_stores; exp ops
@@ -332,8 +332,8 @@ struct GeluTanh {
 /// builds alternated three times: one thread, 16384 values in L2, best ns per element, fp32
 /// 1.45 -> 0.93, bf16 1.81 -> 1.27, fp16 1.69 -> 1.01 (the tanh form 0.39, 0.60, 0.43); 2
 /// threads from memory (`--quick`), GB/s: fp32 9.3-10.6 -> 14.0-15.8, bf16 3.7-4.3 -> 5.7-6.2,
-/// fp16 4.0-4.7 -> 6.6-7.6. Still bound by its arithmetic there: erfc's ten-term polynomial, a
-/// division and an exp, about twice the tanh form's work.
+/// fp16 4.0-4.7 -> 6.6-7.6. Still bound by its arithmetic there: a division, a ten-term
+/// polynomial and an exponential (math::half_erfc), about twice the tanh form's work.
 struct GeluErf {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_erf(v); }
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
