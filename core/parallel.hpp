@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 /// Loop hints for register-blocked kernels. ROOFTOP_UNROLL fully unrolls a short loop of fixed
@@ -369,34 +370,72 @@ template <bool streamed, class T, class Vector, class One>
 #endif
 
 #if defined(ROOFTOP_HAS_MAP_LINES)
-/// Registers of fp32 lanes map_line_registers computes together: four, on AVX2 hosts a 64-byte
-/// line of bf16/fp16 or two lines of fp32, on AVX-512 hosts two lines of bf16/fp16 or four of
-/// fp32. AVX2, against one line of fp32 (two registers), Zen 3 VM, one thread, 16384 values in
-/// L2, the builds alternated three times, best us: gelu 6.60 -> 6.38, silu 5.78 -> 5.41,
-/// bias_gelu 7.27-14.11 -> 6.77-12.93; GELU's erf form in L1, a scratch program, TSC cycles
-/// per register: 21.2 -> 17.8. AVX-512: see map_lanes.
-inline constexpr int step_registers = 4;
-/// map_lines step_registers of fp32 lanes at a time: registers(j, v) fills v with the values
-/// of out[j, j + cpu::float_lanes step_registers) together, so code whose registers are each a
-/// long chain of steps can interleave them (see cpu::times_sigmoid_of_exp2); narrowed as
-/// map_lines narrows them.
-template <bool streamed, class T, class Registers, class One>
+/// Registers of fp32 lanes map_line_registers computes together for outputs of T unless told
+/// otherwise: four on AVX2 hosts (a line of 2-byte values or two of fp32; sixteen registers),
+/// and on AVX-512 hosts four for fp32 (four lines) and eight for 2-byte T (four lines). AVX2,
+/// against one line of fp32 (two registers), Zen 3 VM, one thread, 16384 values in L2, the
+/// builds alternated three times, best us: gelu 6.60 -> 6.38, silu 5.78 -> 5.41, bias_gelu
+/// 7.27-14.11 -> 6.77-12.93; GELU's erf form in L1, a scratch program, TSC cycles per
+/// register: 21.2 -> 17.8. AVX-512 (Zen 5 VM), the harness, one thread, 16384 values in L2,
+/// builds alternated twice, eight registers against four: bf16/fp16 gelu 7-8%, bias_gelu
+/// 8-13%, silu fp16 3% less time, but fp32 gelu 10% and silu 26% more.
+template <class T>
+inline constexpr int step_registers = cpu::float_lanes == 16 && sizeof(T) == 2 ? 8 : 4;
+/// Registers computed together by the longest chains (GELU's erf form, the fused chain's GELU
+/// and mask) for any T: eight on AVX-512 hosts, whose thirty-two registers hold them, else four.
+/// Zen 5 VM, a scratch program, one thread, 4096 values in L1, cycles per register (at 4.16
+/// GHz) with two, four and eight registers together: GELU's erf form 19.3, 17.5, 14.2 (the tanh
+/// form 7.6, 7.3, 6.7); the harness, one thread, 16384 values in L2, builds alternated twice,
+/// eight against four: gelu_erf fp32 / bf16 / fp16 9 / 16 / 19% and bias_gelu_dropout 4-9% less
+/// time.
+inline constexpr int long_step_registers = cpu::float_lanes == 16 ? 8 : 4;
+/// How many registers the array V (a reference to one, as a generic lambda receives it) holds.
+template <class V>
+inline constexpr int registers_of = static_cast<int>(std::extent_v<std::remove_reference_t<V>>);
+
+/// The bits of U registers of fp32 values as T: fp32 as they are, 2-byte T narrowed in pairs
+/// of registers as map_lines narrows them.
+/// (Built in one braced list: filled by a loop, the fp32 bits went through memory, gelu and
+/// silu fp32 in L2 25-35% slower.)
+template <class T, int U, int... k>
+[[gnu::always_inline]] inline auto register_bits(const cpu::Floats (&v)[U], std::integer_sequence<int, k...>) {
+  if constexpr (sizeof(T) == 4) {
+    return cpu::RegisterBits<U>{{cpu::float_bits(v[k])...}};
+  } else {
+    return cpu::RegisterBits<U / 2>{{cpu::narrow_bits<T>(v[2 * k], v[2 * k + 1])...}};
+  }
+}
+template <class T, int U>
+[[gnu::always_inline]] inline auto register_bits(const cpu::Floats (&v)[U]) {
+  static_assert(sizeof(T) == 4 || U % 2 == 0, "register_bits: 2-byte values narrow in pairs of registers");
+  return register_bits<T>(v, std::make_integer_sequence<int, sizeof(T) == 4 ? U : U / 2>{});
+}
+
+/// out[j] for j in [0, n) on an AVX-512 or AVX2 host (T: fp32, bf16 or fp16), `together`
+/// registers of fp32 lanes at a time: registers(j, v) fills the cpu::Floats v[U] with the
+/// values of out[j, j + U cpu::float_lanes) together (U: `together`, or one cache line's worth
+/// for the last whole lines; registers takes any U), so code whose registers are each a long
+/// chain of steps can interleave them (see cpu::times_sigmoid_of_exp2). Streamed where
+/// `streamed` (the caller fences), narrowed as map_lines narrows; the elements before out's
+/// first line boundary and after its last whole line come from one(j), stored plainly (see
+/// map_whole_lines).
+template <bool streamed, int together, class T, class Registers, class One>
 [[gnu::always_inline]] inline void map_line_registers(T* out, std::int64_t n, const Registers& registers, const One& one) {
   static_assert(cpu::has_float_lanes<T>, "map_line_registers: fp32, bf16 or fp16 outputs");
-  static_assert(step_registers == 4, "map_line_registers: four registers, narrowed in pairs");
-  map_whole_lines<streamed>(
-      out, n,
-      [&](const std::int64_t j) {
-        cpu::Floats v[step_registers];
-        registers(j, v);
-        if constexpr (sizeof(T) == 4) {
-          return cpu::RegisterBits<4>{
-              {cpu::float_bits(v[0]), cpu::float_bits(v[1]), cpu::float_bits(v[2]), cpu::float_bits(v[3])}};
-        } else {
-          return cpu::RegisterBits<2>{{cpu::narrow_bits<T>(v[0], v[1]), cpu::narrow_bits<T>(v[2], v[3])}};
-        }
-      },
-      one);
+  constexpr int line_registers = 64 / static_cast<int>(cpu::float_lanes * sizeof(T));
+  static_assert(together % line_registers == 0, "map_line_registers: whole lines per step");
+  auto step = [&](const std::int64_t j, auto registers_per_step) {
+    cpu::Floats v[decltype(registers_per_step)::value];
+    registers(j, v);
+    cpu::store_bits<streamed>(out + j, register_bits<T>(v));
+  };
+  constexpr std::int64_t wide = together * cpu::float_lanes, line = line_registers * cpu::float_lanes;
+  const std::int64_t head = elements_to_line(out, n);
+  std::int64_t j = 0;
+  for (; j < head; ++j) out[j] = T(one(j));
+  for (; j + wide <= n; j += wide) step(j, std::integral_constant<int, together>{});
+  for (; j + line <= n; j += line) step(j, std::integral_constant<int, line_registers>{});
+  for (; j < n; ++j) out[j] = T(one(j));
 }
 #endif
 

@@ -61,6 +61,14 @@ template <class F>
 inline constexpr bool has_lanes = false;
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
 
+/// Registers of lanes the functor F (an activation with lanes, or a row functor of
+/// map_rows_with_bias) computes together for outputs of T: F::together where it says, else
+/// step_registers<T>.
+template <class F, class T, class = void>
+inline constexpr int registers_together = step_registers<T>;
+template <class F, class T>
+inline constexpr int registers_together<F, T, std::void_t<decltype(F::together)>> = F::together;
+
 /// Whether the host computes activations writing T in registers of lanes: fp32, bf16 and fp16,
 /// but bf16 on AVX2 hosts, where its narrowing's constants beside GELU's spill from sixteen
 /// registers and the portable blocks (convert_map) ran faster (Zen 3 VM, gelu bf16, min of
@@ -104,9 +112,8 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
     for_each_chunk<T, streamed>(label, exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
       const T* const from = in + lo;
       auto one = [&](const std::int64_t j) { return f(float(from[j])); };
-      // Four registers at a time (on AVX2 hosts a cache line of 2-byte values, two of fp32;
-      // on AVX-512 hosts two of 2-byte values, four of fp32: see step_registers), computed
-      // together (F::lanes of an array, see cpu::times_sigmoid_of_exp2), bias_gelu's rows
+      // Several registers at a time (four on AVX2 hosts, on AVX-512 hosts four or eight: see
+      // step_registers and long_step_registers), computed together (F::lanes of an array, see cpu::times_sigmoid_of_exp2), bias_gelu's rows
       // likewise. Against a register at a time (on AVX2 bf16 a pair), Zen 3 VM: one thread,
       // 16384 values (in L2), best us: gelu fp32 7.2 -> 6.7, bf16 11.2 -> 9.9, fp16 8.0 ->
       // 7.1; silu fp32 and bf16 unchanged, fp16 6.8 -> 6.2; bias_gelu 4-15% less. 2 threads,
@@ -129,10 +136,10 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
             one);
       }
 #endif
-      map_line_registers<streamed>(
+      map_line_registers<streamed, registers_together<F, T>>(
           out + lo, hi - lo,
-          [&](const std::int64_t j, cpu::Floats(&v)[step_registers]) {
-            for (int u = 0; u < step_registers; ++u) v[u] = cpu::load_floats(from + j + cpu::float_lanes * u);
+          [&](const std::int64_t j, auto& v) {
+            for (int u = 0; u < registers_of<decltype(v)>; ++u) v[u] = cpu::load_floats(from + j + cpu::float_lanes * u);
             F::lanes(v);
           },
           one);
@@ -173,8 +180,8 @@ inline constexpr bool has_stage<G, std::void_t<decltype(&G::stage)>> = true;
 
 /// Whether the row functor G (of map_rows_with_bias) computes registers of columns on an
 /// AVX-512 or AVX2 host: G::row_lanes, with g.lanes(cols) returning (v, c) -> nothing, which
-/// replaces the cpu::Floats v[step_registers], the sums x + bias of columns [c, c +
-/// step_registers cpu::float_lanes), by their values, computed together, bit for bit g(v, c).
+/// replaces the cpu::Floats v[U] (any U), the sums x + bias of columns [c, c + U
+/// cpu::float_lanes), by their values, computed together, bit for bit g(v, c).
 template <class G, class = void>
 inline constexpr bool has_row_lanes = false;
 template <class G>
@@ -256,16 +263,16 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           const T* const in = &x(r.row, 0);
           const T* const b = bias.data();
           const auto lanes = g.lanes(cols);
-          const auto registers = [&](const std::int64_t c, cpu::Floats(&v)[step_registers]) {
-            for (int u = 0; u < step_registers; ++u)
+          const auto registers = [&](const std::int64_t c, auto& v) {
+            for (int u = 0; u < registers_of<decltype(v)>; ++u)
               v[u] = cpu::load_floats(in + c + cpu::float_lanes * u) + cpu::load_floats(b + c + cpu::float_lanes * u);
             lanes(v, c);
           };
           const auto scalar = [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); };
           if constexpr (lanes_stream) {
-            if (r.stream) return map_line_registers<true>(&y(r.row, 0), cols, registers, scalar);
+            if (r.stream) return map_line_registers<true, registers_together<G, T>>(&y(r.row, 0), cols, registers, scalar);
           }
-          map_line_registers<false>(&y(r.row, 0), cols, registers, scalar);
+          map_line_registers<false, registers_together<G, T>>(&y(r.row, 0), cols, registers, scalar);
           return;
         }
 #if defined(ROOFTOP_HAS_AVX2_LANES)
@@ -337,6 +344,7 @@ struct GeluTanh {
 struct GeluErf {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_erf(v); }
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+  static constexpr int together = long_step_registers;
   [[gnu::always_inline]] static cpu::Floats lanes(cpu::Floats v) { return cpu::gelu_erf(v); }
   template <int U>
   [[gnu::always_inline]] static void lanes(cpu::Floats (&v)[U]) { cpu::gelu_erf(v); }
@@ -383,12 +391,18 @@ struct Pointwise {
   static constexpr bool row_lanes = has_lanes<F>;
   static constexpr bool pair_lanes = has_lanes<F>;
   auto lanes(std::int64_t) const {
-    return [](cpu::Floats(&v)[step_registers], std::int64_t) { F::lanes(v); };
+    return [](auto& v, std::int64_t) { F::lanes(v); };
   }
   template <int U>
   [[gnu::always_inline]] static void lanes_of(cpu::Floats (&v)[U]) { F::lanes(v); }
 #endif
 };
+
+#if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+/// A pointwise row functor's registers go together as its function's do.
+template <class F, class T>
+inline constexpr int registers_together<Pointwise<F>, T, void> = registers_together<F, T>;
+#endif
 
 /// Elementwise cost over n elements of T: `flops` each; read x, write y.
 template <class T>

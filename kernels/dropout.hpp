@@ -236,11 +236,11 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
           },
           one);
     } else {
-      map_line_registers<streamed>(
+      map_line_registers<streamed, step_registers<T>>(
           out + j0, count,
-          [&](const std::int64_t j, cpu::Floats(&v)[step_registers]) {
-            __m256i counters[step_registers];
-            for (int u = 0; u < step_registers; ++u) {
+          [&](const std::int64_t j, auto& v) {
+            __m256i counters[registers_of<decltype(v)>];
+            for (int u = 0; u < registers_of<decltype(v)>; ++u) {
               v[u] = cpu::load_floats(x + j + cpu::float_lanes * u);
               counters[u] = DropoutMask::Lanes::counters(low, j + cpu::float_lanes * u);
             }
@@ -294,19 +294,20 @@ struct GeluDropout {
     /// operator(): GELU of the registers together, then each one's mask (a lane's key is the
     /// carried one where its low word has wrapped, as in keep; rows whose low words do not wrap
     /// skip that choice). With the masked multiply of apply_computed, bf16 4096 columns in L1,
-    /// one thread: 10.3 -> 9.2 TSC cycles per sixteen; four registers together rather than one,
-    /// one thread, 4x4096 in L2, 5-7% less time (docs/kernels.md).
+    /// one thread: 10.3 -> 9.2 TSC cycles per sixteen; eight registers together rather than one
+    /// (long_step_registers), one thread, 4x4096 in L2, 9-14% less time (docs/kernels.md).
     /// Not on AVX2 hosts (lanes_in_blocks there, below): with sixteen registers the fused lanes
     /// spill, and the two loops over each block (stage) ran faster (Zen 3 VM, one thread, 64x4096, min of six alternations,
     /// ns per element: bf16 0.95 blocks, 1.12 lanes; fp16 0.86, 0.92; fp32 0.77 both).
     static constexpr bool row_lanes = has_lanes<G>;
+    static constexpr int together = long_step_registers;
     auto lanes(std::int64_t cols) const {
       return [d = DropoutMask::Lanes(mask), low0 = span.low0, key = _mm512_set1_epi32(static_cast<int>(span.key)),
               carry = _mm512_set1_epi32(static_cast<int>(span.key_carry)),
               wraps = static_cast<std::uint64_t>(span.low0) + static_cast<std::uint64_t>(cols) > 0x100000000ull](
-                 __m512(&v)[step_registers], const std::int64_t c) {
+                 auto& v, const std::int64_t c) {
         G::lanes(v);
-        for (int u = 0; u < step_registers; ++u) {
+        for (int u = 0; u < registers_of<decltype(v)>; ++u) {
           const __m512i low = DropoutMask::Lanes::counters(low0, c + 16 * u);
           const __m512i k = wraps ? _mm512_mask_blend_epi32(
                                         _mm512_cmplt_epu32_mask(low, _mm512_set1_epi32(static_cast<int>(low0))), key, carry)
