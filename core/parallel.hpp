@@ -619,10 +619,11 @@ constexpr std::int64_t light_op_row_bytes() {
 }
 
 /// Whether the host streams the large fp32 outputs of row-wise ops bound by their
-/// exponentials (softmax's rows of any length, bias_gelu's rows) as light ops do. AVX2 hosts
-/// only: on the 2-core Zen 3 VM (AVX2) streaming paid, where on the Zen 4 VM (AVX-512) plain
-/// stores had been faster (softmax rows of 768 38.8-39.0 plain against 34.9-35.9 GB/s streamed,
-/// bias_gelu 682x32768 41-46 against 33-37). Zen 3 VM, 2 threads, 2^25 fp32 values, a scratch
+/// exponentials (softmax's rows of any length; bias_gelu's rows, which on AVX-512 hosts now
+/// stream too: see map_rows_with_bias) as light ops do. AVX2 hosts only: on the 2-core Zen 3
+/// VM (AVX2) streaming paid, where on the Zen 4 VM (AVX-512) plain stores had been faster
+/// (softmax rows of 768 38.8-39.0 plain against 34.9-35.9 GB/s streamed, bias_gelu 682x32768
+/// 41-46 against 33-37). Zen 3 VM, 2 threads, 2^25 fp32 values, a scratch
 /// program calling the kernels, best of six alternations in one process, GB/s plain ->
 /// streamed: softmax rows of 768 20.2 -> 26.5, 18.0 -> 25.2, 21.9 -> 27.0 (three runs; rows
 /// of 4096 and 32768 already streamed); bias_gelu rows of 768 24.9 -> 27.5, 4096 26.6 -> 29.6,

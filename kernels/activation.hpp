@@ -42,14 +42,21 @@ enum class Work {
 /// gelu 36-56 (0.73-0.80) -> 47-52 (0.69-1.01), silu 33-37 (0.80-0.82) -> 46-61 (0.83-1.05).
 /// AVX2 lanes, Zen 3 VM, min of four alternations: gelu 29.8 -> 35.4, silu 31.3 -> 40.7
 /// (through convert_map's buffers, streaming had lost there: 0.72-0.83x). bf16/fp16 gained
-/// nothing (gelu bf16 22.0-22.1 vs 21.5-21.8 on the Zen 4 VM), nor did bias_gelu (fp32
-/// 682x32768 41-46 -> 33-37). Those, and the erf form (not measured streamed), keep plain
-/// stores.
+/// nothing then (gelu bf16 22.0-22.1 vs 21.5-21.8 on the Zen 4 VM), nor did bias_gelu (fp32
+/// 682x32768 41-46 -> 33-37), with the lanes one register at a time (see below for AVX-512
+/// hosts now). On AVX2 hosts those and the erf form keep plain stores.
 template <Work work, class T>
 constexpr Stores elementwise_stores() {
   if constexpr (work == Work::light) return light_op_stores<T>();
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
   if constexpr (work == Work::exp && sizeof(T) >= 4) return Stores::streamed_when_large;
+  // On AVX-512 hosts, since the lanes went four and eight registers at a time, 2-byte outputs
+  // (cpu::streams_narrowed) and GELU's erf form's fp32 ones stream too. Zen 5 VM, the harness,
+  // 2 threads, --quick, two alternations in a steady phase of the memory, paired fraction of
+  // the roof: gelu bf16 / fp16 0.73-0.79 -> 0.93-0.95, silu 0.76-0.78 -> 0.92-0.97, gelu_erf
+  // fp32 0.77-0.79 -> 0.84-0.88, bf16 / fp16 0.48-0.51 -> 0.52-0.54.
+  if constexpr (work != Work::light && cpu::streams_narrowed<T>) return Stores::streamed_when_large;
+  if constexpr (work == Work::heavy && sizeof(T) >= 4 && cpu::float_lanes == 16) return Stores::streamed_when_large;
 #endif
   return Stores::plain;
 }
@@ -245,8 +252,14 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
 #else
       false;
 #endif
-  // fp32 rows of lanes stream where the host streams rows bound by their exponentials.
-  constexpr bool lanes_stream = lanes_of_rows && streams_exp_rows && sizeof(T) >= 4;
+  // fp32 rows of lanes stream (large ones, the plan says): on AVX2 hosts as rows bound by their
+  // exponentials do (streams_exp_rows), and on AVX-512 hosts since their lanes went four and
+  // eight registers at a time (Zen 5 VM, the harness, 2 threads, --quick, two alternations in
+  // a steady phase of the memory, paired fraction of the roof: bias_gelu rows of 768 0.79-0.82
+  // -> 0.94-0.96, 4096 0.75-0.76 -> 0.93-0.94, 32768 0.74-0.76 -> 0.82-0.85;
+  // bias_gelu_dropout 0.67-0.68 -> 0.83-0.85). 2-byte rows of 4096 and 32768 streamed too
+  // came out between 0.39 and 0.88 either way in a run whose memory changed phase: plain.
+  constexpr bool lanes_stream = lanes_of_rows && sizeof(T) >= 4;
   constexpr bool blocks = host_converts_all<Exec, T, X, B> || (on_host<Exec> && has_stage<G>);
   const bool contiguous = x.stride(1) == 1 && y.stride(1) == 1 && bias.stride(0) == 1;
   for_each_row(
