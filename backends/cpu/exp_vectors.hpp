@@ -51,14 +51,6 @@ struct Exp2Parts {
   const __m512 n = _mm512_roundscale_ps(z, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   return {exp2_poly(_mm512_sub_ps(z, n)), n};
 }
-
-/// math::times_sigmoid_of_exp2 in lanes: x / (1 + 2^max(z, -125)), 0 where z > 127.
-[[gnu::always_inline]] inline __m512 times_sigmoid_of_exp2(__m512 x, __m512 z) {
-  // vmaxps returns its second operand where either is NaN: z (as the portable select does).
-  const Exp2Parts e = exp2_parts(_mm512_max_ps(_mm512_set1_ps(-125.0f), z));
-  const __m512 gated = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_scalef_ps(e.p, e.n)));
-  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(z, _mm512_set1_ps(127.0f), _CMP_NGT_UQ), gated);
-}
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
@@ -74,16 +66,10 @@ ROOFTOP_AVX512_WARNINGS_ON
   return _mm256_mul_ps(p, pow2n);
 }
 
-/// math::times_sigmoid_of_exp2 in eight lanes.
-[[gnu::always_inline]] inline __m256 times_sigmoid_of_exp2(__m256 x, __m256 z) {
-  // vmaxps returns its second operand where either is NaN: z (as the portable select does).
-  const __m256 e = exp2_in_range(_mm256_max_ps(_mm256_set1_ps(-125.0f), z));
-  const __m256 gated = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-  return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(127.0f), _CMP_GT_OQ), gated);
-}
 
-/// times_sigmoid_of_exp2 of U registers at once, each step over all of them before the next:
-/// the same operations, so the same values. One register's steps are a chain of about twenty
+/// math::times_sigmoid_of_exp2 (x / (1 + 2^max(z, -125)), 0 where z > 127) of U registers of
+/// eight lanes at once, each step over all of them before the next: the portable form's
+/// operations, so the same values. One register's steps are a chain of about twenty
 /// dependent operations, and where each register is gated by its own call GCC leaves the chains
 /// one after another, so the out-of-order core finds too few independent operations (Zen 3 VM,
 /// a scratch program, one thread, 4096 values in L1, ns per element: GELU fp32 one register at
@@ -95,7 +81,7 @@ template <int U>
   const __m256 magic = _mm256_set1_ps(math::detail::round_magic);
   __m256 t[U], r[U], p[U];
   for (int u = 0; u < U; ++u) {
-    const __m256 w = _mm256_max_ps(_mm256_set1_ps(-125.0f), z[u]);
+    const __m256 w = _mm256_max_ps(_mm256_set1_ps(-125.0f), z[u]);  // z where z is NaN (vmaxps)
     t[u] = _mm256_add_ps(w, magic);
     r[u] = _mm256_sub_ps(w, _mm256_sub_ps(t[u], magic));
   }
@@ -116,13 +102,14 @@ template <int U>
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
 ROOFTOP_AVX512_WARNINGS_OFF
 /// times_sigmoid_of_exp2 of U registers at once on AVX-512 hosts, each step over all of them
-/// before the next (as the AVX2 form below): the same operations, so the same values.
+/// before the next (as the AVX2 form above), rounding and scaling as exp2_parts does: the same
+/// values.
 template <int U>
 [[gnu::always_inline]] inline void times_sigmoid_of_exp2(__m512 (&x)[U], const __m512 (&z)[U]) {
   using C = math::detail::Exp2Poly;
   __m512 n[U], r[U], p[U];
   for (int u = 0; u < U; ++u) {
-    const __m512 w = _mm512_max_ps(_mm512_set1_ps(-125.0f), z[u]);
+    const __m512 w = _mm512_max_ps(_mm512_set1_ps(-125.0f), z[u]);  // z where z is NaN (vmaxps)
     n[u] = _mm512_roundscale_ps(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r[u] = _mm512_sub_ps(w, n[u]);
   }
@@ -139,6 +126,14 @@ ROOFTOP_AVX512_WARNINGS_ON
 
 #if defined(ROOFTOP_HAS_EXP_LANES)
 ROOFTOP_AVX512_WARNINGS_OFF
+/// times_sigmoid_of_exp2 of one register: the array form's steps.
+[[gnu::always_inline]] inline Floats times_sigmoid_of_exp2(Floats x, Floats z) {
+  Floats v[1] = {x};
+  const Floats w[1] = {z};
+  times_sigmoid_of_exp2(v, w);
+  return v[0];
+}
+
 /// math::gelu_tanh in lanes.
 [[gnu::always_inline]] inline Floats gelu_tanh(Floats x) {
   return times_sigmoid_of_exp2(x, x * fmadd(x * x, splat(math::gelu_tanh_c3), splat(math::gelu_tanh_c1)));
