@@ -99,6 +99,20 @@ inline __m256i bf16_bits(__m256 lo, __m256 hi) {
 #endif
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)
 namespace detail {
+/// Sixteen bf16 values (the bits in v's 16-bit lanes) as floats, exactly: each moved into the
+/// high half of its 32-bit lane. With AVX512-BW one vpermw with a zeroing mask; else widened
+/// (vpmovzxwd) and shifted. The permute loads faster: a bf16 stencil sweep (406^3, 2 threads,
+/// Zen 5 VM, scratch program calling rooftop::stencil, two runs of three) 27-30 -> 34-36 GB/s
+/// (fp16 beside it 32-37), in L2 (64^3, one thread) 26.7-26.9 -> 27.8.
+[[gnu::always_inline]] inline __m512 bf16_floats(__m256i v) {
+#if defined(__AVX512BW__)
+  const __m512i high_halves = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0, 6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
+  return _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xaaaaaaaau, high_halves, _mm512_castsi256_si512(v)));
+#else
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+#endif
+}
+
 /// bf16(f) for sixteen floats, as detail::bf16_bits, packed into sixteen 16-bit lanes.
 inline __m256i bf16_bits(__m512 f) {
 #if defined(__AVX512BF16__) && defined(__AVX512DQ__)
@@ -122,8 +136,7 @@ template <class T>
   if constexpr (std::is_same_v<T, float>) {
     return _mm512_loadu_ps(p);
   } else if constexpr (std::is_same_v<T, bf16>) {
-    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+    return detail::bf16_floats(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   } else {
     static_assert(std::is_same_v<T, fp16>, "load16: fp32, bf16 or fp16");
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -342,10 +355,7 @@ template <class T>
   if constexpr (std::is_same_v<T, fp16>)
     for (; j < n - n % 16; j += 16) _mm512_storeu_ps(out + j, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j))));
   if constexpr (std::is_same_v<T, bf16>)
-    for (; j < n - n % 16; j += 16) {
-      const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j)));
-      _mm512_storeu_si512(out + j, _mm512_slli_epi32(wide, 16));
-    }
+    for (; j < n - n % 16; j += 16) _mm512_storeu_ps(out + j, detail::bf16_floats(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j))));
 #endif
 #if defined(ROOFTOP_HAS_F16C)
   if constexpr (std::is_same_v<T, fp16>)
