@@ -21,8 +21,11 @@ namespace rooftop::cpu {
 ROOFTOP_AVX512_WARNINGS_OFF
 namespace detail {
 /// Folds acc[k] = f(k, acc[k], v) over x[0, n) in blocks of four registers (v: a register of
-/// values, k: which of the four accumulators), then tail(c) for the elements after the last
-/// block; returns the four accumulators summed. (Eight registers with AVX2, as many partials
+/// values, k: which of the four accumulators), then the whole registers after the last block
+/// one each into acc[0], acc[1], acc[2], then tail(c) for the elements after those; returns
+/// the four accumulators summed. (The whole registers had gone element by element through
+/// tail, among them layernorm's sixteen values for its shift: an fp16 conversion each and a
+/// chain of adds. Harness, one thread, layernorm fp16 85x768 in L2: 10.5 -> 8.6 us.) (Eight registers with AVX2, as many partials
 /// as AVX-512's four: no faster on the Zen 3 VM.)
 template <class T, class F, class Tail>
 [[gnu::always_inline]] inline Floats fold_row(const T* x, std::int64_t n, const F& f, const Tail& tail) {
@@ -41,6 +44,7 @@ template <class T, class F, class Tail>
 #endif
   for (; c + 4 * float_lanes <= n; c += 4 * float_lanes)
     for (int k = 0; k < 4; ++k) acc[k] = f(k, acc[k], load_floats(x + c + float_lanes * k));
+  for (int k = 0; c + float_lanes <= n; c += float_lanes, ++k) acc[k] = f(k, acc[k], load_floats(x + c));
   for (; c < n; ++c) tail(c);
   return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
