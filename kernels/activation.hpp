@@ -257,9 +257,15 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   // eight registers at a time (Zen 5 VM, the harness, 2 threads, --quick, two alternations in
   // a steady phase of the memory, paired fraction of the roof: bias_gelu rows of 768 0.79-0.82
   // -> 0.94-0.96, 4096 0.75-0.76 -> 0.93-0.94, 32768 0.74-0.76 -> 0.82-0.85;
-  // bias_gelu_dropout 0.67-0.68 -> 0.83-0.85). 2-byte rows of 4096 and 32768 streamed too
-  // came out between 0.39 and 0.88 either way in a run whose memory changed phase: plain.
-  constexpr bool lanes_stream = lanes_of_rows && sizeof(T) >= 4;
+  // bias_gelu_dropout 0.67-0.68 -> 0.83-0.85). 2-byte rows stream too where cpu::narrow
+  // streams (AVX-512): plain stores read every output line first. Zen 5 VM, 2 threads, --quick,
+  // three alternations in a slow phase of the memory (copy 53-58 GB/s), paired fraction:
+  // bias_gelu bf16 / fp16 rows of 4096 0.75-0.77 / 0.70-0.75 -> 0.86-0.93 / 0.83-0.90, 32768
+  // 0.58-0.74 / 0.69-0.72 -> 0.74-0.84 / 0.70-0.77; rows of 768 (1.5 KB, under
+  // light_op_row_bytes) stay plain; bias_gelu_dropout, bound by its arithmetic, 33-37 GB/s
+  // either way. (In the twenty-seventh session, a run whose memory changed phase had left it
+  // undecided.)
+  constexpr bool lanes_stream = lanes_of_rows && (sizeof(T) >= 4 || cpu::streams_narrowed<T>);
   constexpr bool blocks = host_converts_all<Exec, T, X, B> || (on_host<Exec> && has_stage<G>);
   const bool contiguous = x.stride(1) == 1 && y.stride(1) == 1 && bias.stride(0) == 1;
   for_each_row(

@@ -115,12 +115,16 @@ TEST_CASE_TEMPLATE("dropout and bias_gelu_dropout work in place (plain and strea
   }
 }
 
-TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in sequence (both GELU forms)", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in sequence (both GELU forms; plain and streaming stores)", T,
+                   ROOFTOP_ML_DTYPES) {
+  for (const std::size_t threshold : test::store_thresholds)
   for (const Gelu form : {Gelu::tanh, Gelu::erf})
     for (const std::int64_t cols : test::row_lengths) {
       const std::int64_t rows = cols > 1000 ? 3 : 19;
+      CAPTURE(threshold);
       CAPTURE(form == Gelu::erf);
       CAPTURE(cols);
+      test::StreamingThreshold stores(threshold);
       auto x = test::random_matrix<T>(rows, cols, -4, 4);
       auto bias = test::random_vector<T>(cols, -1, 1);
       const std::uint64_t seed = test::next_seed(), offset = 1000;
