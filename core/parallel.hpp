@@ -463,7 +463,12 @@ template <bool streamed, int together, class T, class Registers, class One>
 enum class Stores { plain, streamed_when_large };
 
 /// `light` ops stream when T is 4 or 8 bytes, and 2-byte T where the host narrows it cheaply
-/// (cpu::streams_narrowed); elsewhere 2-byte types pay for their conversions.
+/// (cpu::streams_narrowed); elsewhere 2-byte types pay for their conversions. Row-wise ops'
+/// 2-byte rows stream at every length with it, as fp32 rows do: on the Zen 4 VM 2-byte rows
+/// shorter than 4 KB had lost (rows of 768, GFLOP/s: fp16 rmsnorm 37, 21 -> 27, 24; fp16 softmax
+/// 28 -> 20-22), but on the Zen 5 VM, with the AVX-512 rows as they are now, they gain (2
+/// threads, --quick, three alternations, rows of 768, GB/s bf16 / fp16: layernorm 40-53 /
+/// 36-55 -> 45-60 / 45-58, rmsnorm 39-64 / 40-62 -> 51-84 / 81-86).
 template <class T>
 constexpr Stores light_op_stores() {
   return sizeof(T) >= 4 || cpu::streams_narrowed<std::remove_cv_t<T>> ? Stores::streamed_when_large : Stores::plain;
@@ -606,16 +611,6 @@ void map_inputs(const char* label, const Exec& exec, const Out& out, const F& f,
   }
   const auto views = pack_views(x...);
   write_elements<stores>(label, exec, out, KOKKOS_LAMBDA(const std::int64_t i) { return views.template call<C>(f, i, i); });
-}
-
-/// The shortest rows a light row-wise op streams (plan_rows' min_row_bytes): 2-byte rows, which
-/// it computes in fp32 and narrows, from 4 KB. Shorter ones lost (rows of 768, the harness, two
-/// alternations on the Zen 4 VM, GFLOP/s: fp16 rmsnorm 37, 21 -> 27, 24; fp16 softmax 28 ->
-/// 20-22), where rows of 4096 and 32768 gained (bf16 rmsnorm 4096 29-32 -> 38-43, 32768 22-24
-/// -> 38-42; fp16 layernorm 4096 40-43 -> 61-63).
-template <class T>
-constexpr std::int64_t light_op_row_bytes() {
-  return sizeof(T) == 2 ? 4096 : 0;
 }
 
 /// Whether the host streams the large fp32 outputs of row-wise ops bound by their

@@ -261,10 +261,10 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   // streams (AVX-512): plain stores read every output line first. Zen 5 VM, 2 threads, --quick,
   // three alternations in a slow phase of the memory (copy 53-58 GB/s), paired fraction:
   // bias_gelu bf16 / fp16 rows of 4096 0.75-0.77 / 0.70-0.75 -> 0.86-0.93 / 0.83-0.90, 32768
-  // 0.58-0.74 / 0.69-0.72 -> 0.74-0.84 / 0.70-0.77; rows of 768 (1.5 KB, under
-  // light_op_row_bytes) stay plain; bias_gelu_dropout, bound by its arithmetic, 33-37 GB/s
-  // either way. (In the twenty-seventh session, a run whose memory changed phase had left it
-  // undecided.)
+  // 0.58-0.74 / 0.69-0.72 -> 0.74-0.84 / 0.70-0.77, and (see light_op_stores) rows of 768
+  // 35-54 / 38-41 -> 51-53 / 47-49 GB/s; bias_gelu_dropout, bound by its arithmetic, 33-37
+  // GB/s either way. (In the twenty-seventh session, a run whose memory changed phase had left
+  // it undecided.)
   constexpr bool lanes_stream = lanes_of_rows && (sizeof(T) >= 4 || cpu::streams_narrowed<T>);
   constexpr bool blocks = host_converts_all<Exec, T, X, B> || (on_host<Exec> && has_stage<G>);
   const bool contiguous = x.stride(1) == 1 && y.stride(1) == 1 && bias.stride(0) == 1;
@@ -336,7 +336,7 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
         map(std::false_type{});
 #endif
       },
-      plan_rows<Exec, light || lanes_in_blocks || lanes_stream ? light_op_stores<T>() : Stores::plain>(y, 0, light_op_row_bytes<T>()));
+      plan_rows<Exec, light || lanes_in_blocks || lanes_stream ? light_op_stores<T>() : Stores::plain>(y));
 }
 
 // The functors' operator() are force-inlined: they are the body of every loop above, and in a

@@ -216,7 +216,6 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
   if constexpr (detail::host_widens<Exec, typename W::value_type> || detail::host_widens<Exec, typename B::value_type>) {
     if (!vector_layout) return layernorm(exec, x, y, eps, detail::widened_copy(weight), detail::widened_copy(bias));
   }
-  using T = typename Y::value_type;
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
@@ -280,8 +279,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                            else write(one, zero);
                          },
                          detail::plan_vector_rows<Exec, true>(y, vector_layout,
-                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols),
-                                                              detail::light_op_row_bytes<T>()));
+                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols), 0));
   }
 }
 template <class Exec, class X, class Y>
@@ -315,7 +313,6 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
   if constexpr (detail::host_widens<Exec, typename W::value_type>) {
     if (!vector_layout) return rmsnorm(exec, x, y, eps, detail::widened_copy(weight));  // see layernorm
   }
-  using T = typename Y::value_type;
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   const bool has_weight = weight.extent(0) != 0;
   const float e = static_cast<float>(eps), inv_cols = cols ? 1.0f / static_cast<float>(cols) : 0.0f;
@@ -352,8 +349,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
                            }
                          },
                          detail::plan_vector_rows<Exec, true>(y, vector_layout,
-                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols),
-                                                              detail::light_op_row_bytes<T>()));
+                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols), 0));
   }
 }
 template <class Exec, class X, class Y>

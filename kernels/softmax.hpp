@@ -221,15 +221,17 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
     detail::RegisterRows<Exec>::run("rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)), cols,
                                     detail::SoftmaxRegisterRows<X, Y>{x, y});
   } else {
-    // On the host, a scratch row per work item holds the exponentials (cols floats). Rows
-    // stream from 4 KB, fp32 too, except on AVX2 hosts, where fp32 rows of every length stream
-    // (detail::streams_exp_rows), and fp16 rows that are whole lines (detail::plan_vector_rows;
-    // bf16 rows lost there): softmax is bound by its exponentials, and on the Zen 4 VM
+    // On the host, a scratch row per work item holds the exponentials (cols floats). fp32 rows
+    // stream from 4 KB, except on AVX2 hosts, where they stream at every length
+    // (detail::streams_exp_rows): softmax is bound by its exponentials, and on the Zen 4 VM
     // (AVX-512) fp32 rows of 768 ran faster with plain stores (2^25 elements, the harness,
     // three alternations, GB/s: 34.9-35.9 streamed, 38.8-39.0 plain; rows of 4096 36-39
-    // streamed, 24-25 plain).
+    // streamed, 24-25 plain). 2-byte rows stream at every length where their narrowed lines
+    // do (AVX-512; on AVX2 hosts fp16 rows that are whole lines, detail::plan_vector_rows, bf16
+    // rows lost there): Zen 5 VM, 2 threads, --quick, three alternations, rows of 768 from
+    // 4 KB -> every length, GB/s bf16 33-43 -> 47-52, fp16 35-44 -> 49-57.
     using T = typename Y::value_type;
-    constexpr std::int64_t streamed_row_bytes = detail::streams_exp_rows && sizeof(T) >= 4 ? 0 : 4096;
+    constexpr std::int64_t streamed_row_bytes = sizeof(T) == 2 || detail::streams_exp_rows ? 0 : 4096;
     const bool contiguous = cols == 1 || x.stride(1) == 1;
     const auto plan = detail::plan_vector_rows<Exec, false>(y, contiguous, cols, streamed_row_bytes);
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
