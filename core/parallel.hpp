@@ -613,23 +613,6 @@ void map_inputs(const char* label, const Exec& exec, const Out& out, const F& f,
   write_elements<stores>(label, exec, out, KOKKOS_LAMBDA(const std::int64_t i) { return views.template call<C>(f, i, i); });
 }
 
-/// Whether the host streams the large fp32 outputs of row-wise ops bound by their
-/// exponentials (softmax's rows of any length; bias_gelu's rows, which on AVX-512 hosts now
-/// stream too: see map_rows_with_bias) as light ops do. AVX2 hosts only: on the 2-core Zen 3
-/// VM (AVX2) streaming paid, where on the Zen 4 VM (AVX-512) plain stores had been faster
-/// (softmax rows of 768 38.8-39.0 plain against 34.9-35.9 GB/s streamed, bias_gelu 682x32768
-/// 41-46 against 33-37). Zen 3 VM, 2 threads, 2^25 fp32 values, a scratch
-/// program calling the kernels, best of six alternations in one process, GB/s plain ->
-/// streamed: softmax rows of 768 20.2 -> 26.5, 18.0 -> 25.2, 21.9 -> 27.0 (three runs; rows
-/// of 4096 and 32768 already streamed); bias_gelu rows of 768 24.9 -> 27.5, 4096 26.6 -> 29.6,
-/// 32768 24.4 -> 29.8 in one run, within 3% either way in another.
-inline constexpr bool streams_exp_rows =
-#if defined(ROOFTOP_HAS_AVX2_LANES)
-    true;
-#else
-    false;
-#endif
-
 /// How a row-wise kernel is laid out on the host, decided before the launch (ignored on GPUs).
 struct RowPlan {
   /// Write each row with streaming stores (RowTeam::write), fencing once per work item.
@@ -642,18 +625,16 @@ struct RowPlan {
 
 /// The plan for a host kernel writing the rows of the (rows, cols) View y: with
 /// Stores::streamed_when_large, each row streamed where rows are contiguous (stride 1 along
-/// them), rows are at least `min_row_bytes` long, and the whole output reaches
-/// streaming_store_threshold(), as elementwise ops do; `scratch_floats` floats of scratch per
-/// work item.
+/// them) and the whole output reaches streaming_store_threshold(), as elementwise ops do;
+/// `scratch_floats` floats of scratch per work item.
 template <class Exec, Stores stores, class Y>
-RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0, std::int64_t min_row_bytes = 0) {
+RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0) {
   using T = typename Y::value_type;
   RowPlan plan;
   plan.scratch_floats = scratch_floats;
   const auto cols = static_cast<std::int64_t>(y.extent(1));
   if constexpr (host_streams<Exec> && stores == Stores::streamed_when_large) {
-    plan.stream = cols > 0 && y.stride(1) == 1 && streams<T>(static_cast<std::int64_t>(y.size())) &&
-                  cols * static_cast<std::int64_t>(sizeof(T)) >= min_row_bytes;
+    plan.stream = cols > 0 && y.stride(1) == 1 && streams<T>(static_cast<std::int64_t>(y.size()));
     if (plan.stream) plan.rows_per_item = (32768 / static_cast<std::int64_t>(sizeof(T)) + cols - 1) / cols;
   }
   return plan;
@@ -669,7 +650,7 @@ bool whole_line_rows(const Y& y) {
 
 /// The plan for a host row-wise op whose rows host vector code writes where `vector` (layernorm,
 /// rmsnorm, softmax: streamed straight from registers where RowTeam::vector_stream_row allows):
-/// plan_rows with light_op_stores and `min_row_bytes`, except on AVX2 hosts, where 2-byte rows
+/// plan_rows with light_op_stores, except on AVX2 hosts, where 2-byte rows
 /// (bf16 only where `bf16_too`) stream at every length wherever every row of y is whole lines
 /// from a line boundary, so that none falls back to stream_values (which narrows a value at a
 /// time there). Zen 3 VM, 2 threads, 2^26 values, a scratch program calling the kernels, best of
@@ -678,7 +659,7 @@ bool whole_line_rows(const Y& y) {
 /// 27; layernorm fp16 13-17 -> 15-17 / 19 -> 22 / 20 -> 23-24, bf16 within 0.7 either way;
 /// softmax fp16 13 -> 14-17 / 13 -> 15 / 13 -> 15, but bf16 10.4-12.0 -> 9.5-10.4.
 template <class Exec, bool bf16_too, class Y>
-RowPlan plan_vector_rows(const Y& y, bool vector, std::int64_t scratch_floats, std::int64_t min_row_bytes) {
+RowPlan plan_vector_rows(const Y& y, bool vector, std::int64_t scratch_floats) {
   using T = typename Y::value_type;
 #if defined(ROOFTOP_HAS_AVX2_LANES)
   if constexpr (sizeof(T) == 2 && (bf16_too || !std::is_same_v<T, bf16>)) {
@@ -687,7 +668,7 @@ RowPlan plan_vector_rows(const Y& y, bool vector, std::int64_t scratch_floats, s
 #else
   (void)vector;
 #endif
-  return plan_rows<Exec, light_op_stores<T>()>(y, scratch_floats, min_row_bytes);
+  return plan_rows<Exec, light_op_stores<T>()>(y, scratch_floats);
 }
 
 /// Floats of scratch per work item that RowTeam::input needs for rows of `cols` entries of X.

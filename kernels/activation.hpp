@@ -252,8 +252,10 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
 #else
       false;
 #endif
-  // fp32 rows of lanes stream (large ones, the plan says): on AVX2 hosts as rows bound by their
-  // exponentials do (streams_exp_rows), and on AVX-512 hosts since their lanes went four and
+  // fp32 rows of lanes stream (large ones, the plan says): on AVX2 hosts as softmax's rows do
+  // (Zen 3 VM, 2 threads, 2^25 fp32 values, a scratch program, best of six alternations, GB/s
+  // plain -> streamed: rows of 768 24.9 -> 27.5, 4096 26.6 -> 29.6, 32768 24.4 -> 29.8 in one
+  // run, within 3% either way in another), and on AVX-512 hosts since their lanes went four and
   // eight registers at a time (Zen 5 VM, the harness, 2 threads, --quick, two alternations in
   // a steady phase of the memory, paired fraction of the roof: bias_gelu rows of 768 0.79-0.82
   // -> 0.94-0.96, 4096 0.75-0.76 -> 0.93-0.94, 32768 0.74-0.76 -> 0.82-0.85;

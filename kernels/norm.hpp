@@ -279,7 +279,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
                            else write(one, zero);
                          },
                          detail::plan_vector_rows<Exec, true>(y, vector_layout,
-                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols), 0));
+                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols)));
   }
 }
 template <class Exec, class X, class Y>
@@ -349,7 +349,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
                            }
                          },
                          detail::plan_vector_rows<Exec, true>(y, vector_layout,
-                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols), 0));
+                                                              vector_layout ? 0 : detail::input_scratch_floats<Exec, X>(cols)));
   }
 }
 template <class Exec, class X, class Y>

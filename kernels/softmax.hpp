@@ -221,19 +221,19 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
     detail::RegisterRows<Exec>::run("rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)), cols,
                                     detail::SoftmaxRegisterRows<X, Y>{x, y});
   } else {
-    // On the host, a scratch row per work item holds the exponentials (cols floats). fp32 rows
-    // stream from 4 KB, except on AVX2 hosts, where they stream at every length
-    // (detail::streams_exp_rows): softmax is bound by its exponentials, and on the Zen 4 VM
-    // (AVX-512) fp32 rows of 768 ran faster with plain stores (2^25 elements, the harness,
-    // three alternations, GB/s: 34.9-35.9 streamed, 38.8-39.0 plain; rows of 4096 36-39
-    // streamed, 24-25 plain). 2-byte rows stream at every length where their narrowed lines
-    // do (AVX-512; on AVX2 hosts fp16 rows that are whole lines, detail::plan_vector_rows, bf16
-    // rows lost there): Zen 5 VM, 2 threads, --quick, three alternations, rows of 768 from
-    // 4 KB -> every length, GB/s bf16 33-43 -> 47-52, fp16 35-44 -> 49-57.
+    // On the host, a scratch row per work item holds the exponentials (cols floats). Large
+    // outputs stream at every row length (on AVX2 hosts 2-byte ones only where
+    // detail::plan_vector_rows says). Zen 3 VM (AVX2), 2 threads, 2^25 fp32 values, a scratch
+    // program, best of six alternations, three runs, GB/s plain -> streamed, rows of 768: 20.2
+    // -> 26.5, 18.0 -> 25.2, 21.9 -> 27.0. On the Zen 4 VM (AVX-512) fp32 rows of 768 had run
+    // faster with plain stores (2^25 elements, the harness, three alternations, GB/s:
+    // 34.9-35.9 streamed, 38.8-39.0 plain), rows of 4096 slower (36-39 streamed, 24-25 plain),
+    // and 2-byte rows under 4 KB had lost too; with the vector rows as they are now, the Zen 5
+    // VM (AVX-512; 2 threads, --quick, alternations with rows from 4 KB, GB/s) gains at 768:
+    // fp32 30-48 -> 42-50 (four alternations), bf16 33-43 -> 47-52, fp16 35-44 -> 49-57 (three).
     using T = typename Y::value_type;
-    constexpr std::int64_t streamed_row_bytes = sizeof(T) == 2 || detail::streams_exp_rows ? 0 : 4096;
     const bool contiguous = cols == 1 || x.stride(1) == 1;
-    const auto plan = detail::plan_vector_rows<Exec, false>(y, contiguous, cols, streamed_row_bytes);
+    const auto plan = detail::plan_vector_rows<Exec, false>(y, contiguous, cols);
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (cpu::has_float_lanes<std::remove_const_t<typename X::value_type>> && cpu::has_float_lanes<T>) {
       if (contiguous && plan.stream && detail::whole_line_rows(y)) {
