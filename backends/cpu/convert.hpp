@@ -106,7 +106,8 @@ namespace detail {
 /// (fp16 beside it 32-37), in L2 (64^3, one thread) 26.7-26.9 -> 27.8.
 [[gnu::always_inline]] inline __m512 bf16_floats(__m256i v) {
 #if defined(__AVX512BW__)
-  const __m512i high_halves = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0, 6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
+  const __m512i high_halves = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0,  // lane 2i + 1 <- value i
+                                               7, 0, 6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
   return _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xaaaaaaaau, high_halves, _mm512_castsi256_si512(v)));
 #else
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));

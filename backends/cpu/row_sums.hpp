@@ -25,8 +25,8 @@ namespace detail {
 /// one each into acc[0], acc[1], acc[2], then tail(c) for the elements after those; returns
 /// the four accumulators summed. (The whole registers had gone element by element through
 /// tail, among them layernorm's sixteen values for its shift: an fp16 conversion each and a
-/// chain of adds. Harness, one thread, layernorm fp16 85x768 in L2: 10.5 -> 8.6 us.) (Eight registers with AVX2, as many partials
-/// as AVX-512's four: no faster on the Zen 3 VM.)
+/// chain of adds. Harness, one thread, layernorm fp16 85x768 in L2: 10.5 -> 8.6 us.) (Eight
+/// registers with AVX2, as many partials as AVX-512's four: no faster on the Zen 3 VM.)
 template <class T, class F, class Tail>
 [[gnu::always_inline]] inline Floats fold_row(const T* x, std::int64_t n, const F& f, const Tail& tail) {
   Floats acc[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
