@@ -424,18 +424,24 @@ template <bool streamed, int together, class T, class Registers, class One>
   static_assert(cpu::has_float_lanes<T>, "map_line_registers: fp32, bf16 or fp16 outputs");
   constexpr int line_registers = 64 / static_cast<int>(cpu::float_lanes * sizeof(T));
   static_assert(together % line_registers == 0, "map_line_registers: whole lines per step");
-  auto step = [&](const std::int64_t j, auto registers_per_step) {
-    cpu::Floats v[decltype(registers_per_step)::value];
-    registers(j, v);
-    cpu::store_bits<streamed>(out + j, register_bits<T>(v));
-  };
-  constexpr std::int64_t wide = together * cpu::float_lanes, line = line_registers * cpu::float_lanes;
+  constexpr std::int64_t wide = together * cpu::float_lanes;
   const std::int64_t head = elements_to_line(out, n);
   std::int64_t j = 0;
   for (; j < head; ++j) out[j] = T(one(j));
-  for (; j + wide <= n; j += wide) step(j, std::integral_constant<int, together>{});
-  for (; j + line <= n; j += line) step(j, std::integral_constant<int, line_registers>{});
-  for (; j < n; ++j) out[j] = T(one(j));
+  for (; j + wide <= n; j += wide) {
+    cpu::Floats v[together];
+    registers(j, v);
+    cpu::store_bits<streamed>(out + j, register_bits<T>(v));
+  }
+  // From this line boundary on, map_whole_lines: a line's registers at a time, then one(j).
+  map_whole_lines<streamed>(
+      out + j, n - j,
+      [&](const std::int64_t i) {
+        cpu::Floats v[line_registers];
+        registers(j + i, v);
+        return register_bits<T>(v);
+      },
+      [&](const std::int64_t i) { return one(j + i); });
 }
 #endif
 

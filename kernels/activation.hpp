@@ -121,9 +121,10 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
       auto one = [&](const std::int64_t j) { return f(float(from[j])); };
       // Several registers at a time (four on AVX2 hosts, on AVX-512 hosts four or eight: see
       // step_registers and long_step_registers), computed together (F::lanes of an array, see
-      // cpu::times_sigmoid_of_exp2), bias_gelu's rows likewise. Against a register at a time (on AVX2 bf16 a pair), Zen 3 VM: one thread,
-      // 16384 values (in L2), best us: gelu fp32 7.2 -> 6.7, bf16 11.2 -> 9.9, fp16 8.0 ->
-      // 7.1; silu fp32 and bf16 unchanged, fp16 6.8 -> 6.2; bias_gelu 4-15% less. 2 threads,
+      // cpu::times_sigmoid_of_exp2), bias_gelu's rows likewise. Against a register at a time
+      // (on AVX2 bf16 a pair), Zen 3 VM: one thread, 16384 values (in L2), best us: gelu fp32
+      // 7.2 -> 6.7, bf16 11.2 -> 9.9, fp16 8.0 -> 7.1; silu fp32 and bf16 unchanged, fp16 6.8
+      // -> 6.2; bias_gelu 4-15% less. 2 threads,
       // the harness's main-memory sizes, the builds alternated three times, GB/s: gelu bf16
       // 10.4-11.5 -> 12.7-12.8 (fp32 and fp16 within the noise), silu fp16 15.7-16.0 ->
       // 17.1-20.6, bias_gelu fp32 rows of 4096 and 32768 21.6-24.4 -> 27.0-34.9, bf16
