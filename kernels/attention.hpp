@@ -22,6 +22,7 @@
 /// the storage type.
 #pragma once
 
+#include "../backends/cuda/warp_mma.hpp"
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
 #include "../core/math.hpp"
@@ -203,49 +204,58 @@ KOKKOS_INLINE_FUNCTION float attention_softmax_row(float* s, int keys, int visib
 }
 
 /// Tile sizes of attention on the matrix units: `warps` warps per team, each owning 16 queries
-/// (a block of 16 * warps), and tiles of `keys` keys. Scratch (Kokkos 3.4's 40 KiB of level
-/// 0) holds the K and V tiles in the inputs' type, and per warp its scores (floats, then its
-/// probabilities in the inputs' type in the same bytes), its output accumulator (16 x D
-/// floats) and its rows' max, sum and rescaling factor: 37 KB at D = 64 with 4 warps, 39 KB
-/// at D = 128 with 2.
+/// (a block of 16 * warps), tiles of `keys` keys, and the teams an SM should hold at once (the
+/// registers each thread may take: 128 at 4, for D = 64's 80 or so accumulator and operand
+/// registers). Scratch holds two pairs of K and V tiles in the inputs' type, rows of D + 8
+/// values: 36 KiB at D = 64, 34 KiB at D = 128, within Kokkos 3.4's 40 KiB of level 0.
 template <int D>
 struct MatrixAttentionTiles {
-  static constexpr int warps = D <= 64 ? 4 : 2, keys = 32;
+  static constexpr int warps = 4, keys = D <= 64 ? 64 : 32, teams_per_sm = D <= 64 ? 4 : 2;
 };
 
-/// attention's matrix-unit driver for bf16 or fp16 Q, K, V and O with head_dim D (16 <= D <=
-/// 128, a multiple of 16), as the FlashAttention forward pass does it on tensor cores: each
-/// warp keeps its 16 queries of Q as tiles of the matrix units, and for each tile of keys
-/// forms its 16 x keys scores S = Q K^T on them (fp32), scales them and takes the online
-/// softmax of its rows (one lane per row, attention_softmax_row), rounds the probabilities P
-/// to the inputs' type, rescales its fp32 accumulator by exp(m_old - m_new) and adds P V on
-/// the matrix units. The probabilities' rounding (at most one unit in the last place of the
-/// type, relative) is the one error the fp32 path does not have. On hosts, and in the tests,
-/// each warp is one thread emulating the tiles (backends/cuda/warp_matrix.hpp).
+/// 2^z for z <= 0: 0 at z = -Inf and wherever 2^z is below 2^-125 (GPUs: ex2.approx.ftz, which
+/// flushes results below 2^-126 to 0), NaN for NaN.
+KOKKOS_FORCEINLINE_FUNCTION float exp2_nonpositive(float z) {
+#if defined(__CUDA_ARCH__)
+  return math::exp2_in_range(z);
+#else
+  return math::select(z < -125.0f, 0.0f, math::exp2_in_range(math::select(z < -125.0f, -125.0f, z)));
+#endif
+}
+
+/// attention's matrix-unit driver for bf16 or fp16 Q, K, V and O with head_dim D (a multiple
+/// of 16), as FlashAttention-2's forward pass does it on tensor cores, on WarpMma's m16n8k16
+/// tiles whose lane layout is known: each warp keeps its 16 queries of Q as A tiles in
+/// registers; for each tile of keys it forms the 16 x keys scores S = Q K^T in accumulator
+/// registers, takes the online softmax of its rows there in base 2 (scale log2(e) applied to
+/// the scores; each row's max over the four lanes that hold it, its sum kept per lane until
+/// the end), turns the probabilities P into A tiles rounded to the inputs' type, rescales its
+/// fp32 output accumulators (registers too) by 2^(m_old - m_new) and adds P V. The K and V
+/// tiles pass through scratch in two pairs: the next pair's copies (cp.async on GPUs) are in
+/// flight while the current pair is multiplied. The probabilities' rounding (at most one unit
+/// in the last place of the type, relative) is the one error the fp32 path does not have. On
+/// hosts, and in the tests, each warp is one thread holding whole tiles
+/// (backends/cuda/warp_mma.hpp).
 template <int D, class Tiles, class Exec, class Q, class K, class V, class O>
 void attention_matrix_units(const Exec& exec, const Q& q, const K& k, const V& v, const O& o, float scale, bool causal) {
   using T = typename O::non_const_value_type;
-  using Units = WarpMatrix<T>;
-  constexpr int tm = Units::m, W = Tiles::warps, BK = Tiles::keys, BQ = W * tm;
-  static_assert(D % tm == 0 && BK % tm == 0, "attention: matrix-unit tiles of 16");
-  // Row strides: T rows padded by 8 values, float rows by 4 (16 bytes): tiles stay 32-byte
-  // aligned and consecutive rows start in different banks.
-  constexpr int ld = D + 8, ls = BK + 4, lp = BK + 8, lo = D + 4;
-  constexpr int kv = (BQ > 2 * BK ? BQ : 2 * BK) * ld;  // T values: Q's block, then K's and V's tiles
-  constexpr int s_floats = tm * ls, o_floats = tm * lo;  // per warp
-  static_assert(tm * lp * sizeof(T) <= s_floats * sizeof(float), "attention: a warp's probabilities fit its scores' bytes");
-  constexpr std::size_t align = 128;
-  constexpr std::size_t bytes = kv * sizeof(T) + W * (s_floats + o_floats + 3 * tm) * sizeof(float);
+  using Units = WarpMma<T>;
+  constexpr int W = Tiles::warps, BK = Tiles::keys, BQ = 16 * W, slots = Units::row_slots;
+  static_assert(D % 16 == 0 && BK % 16 == 0, "attention: matrix-unit tiles of 16");
+  // Rows of D + 8 values: the eight 16-byte rows ldmatrix reads at once fall in distinct banks.
+  constexpr int ld = D + 8, tile = BK * ld;
+  static_assert(BQ <= 2 * BK, "attention: the block of Q is read through the second pair of tiles' bytes");
+  constexpr std::size_t align = 128, bytes = 4 * tile * sizeof(T);
   constexpr int threads = W * matrix_tile_lanes<Exec>;
-  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<threads, 1>>;
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<threads, Tiles::teams_per_sm>>;
   using Member = typename Policy::member_type;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
   const auto heads = static_cast<std::int64_t>(q.extent(1)), seq_q = static_cast<std::int64_t>(q.extent(2)),
              seq_k = static_cast<std::int64_t>(k.extent(2));
   const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
   const int league = detail::league_size("attention", static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
-  // On GPUs in shared memory (level 0), which in_shared requires; the host's level 0 may be
-  // smaller (32 KiB for OpenMP), and its level 1 is as good.
+  // On GPUs in shared memory (level 0), which the copies and ldmatrix require; the host's
+  // level 0 may be smaller (32 KiB for OpenMP), and its level 1 is as good.
   constexpr bool gpu = ReductionShape<Exec, float>::gpu;
   const bool fits = bytes + align <= static_cast<std::size_t>(Policy::scratch_size_max(0));
   ROOFTOP_REQUIRE(fits || !gpu, "attention", "the matrix-unit tiles take ", bytes + align,
@@ -257,143 +267,161 @@ void attention_matrix_units(const Exec& exec, const Q& q, const K& k, const V& v
     return reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0 && s[0] % 8 == 0 && s[1] % 8 == 0 && s[2] % 8 == 0;
   };
   const bool runs = aligned(q, q_stride) && aligned(k, k_stride) && aligned(v, v_stride);
+  const float scale2 = scale * math::log2e;  // scores in base 2
   Kokkos::parallel_for(
       "rooftop::attention", Policy(exec, league, threads).set_scratch_size(level, Kokkos::PerTeam(bytes + align)),
       KOKKOS_LAMBDA(const Member& member) {
-        char* const base = static_cast<char*>(member.team_scratch(level).get_shmem_aligned(bytes, align));
-        T* const tiles = in_shared(reinterpret_cast<T*>(base));
-        float* const floats = in_shared(reinterpret_cast<float*>(base + kv * sizeof(T)));
-        const int rank = member.team_rank(), size = member.team_size();
-        const int warp = rank / Units::lanes, lane = rank % Units::lanes;
-        const bool computes = warp < W;
-        // This warp's scores (and probabilities), accumulator, and row max m, sum l and
-        // rescaling factor alpha.
-        float* const sw = floats + warp * s_floats;
-        float* const ow = floats + W * s_floats + warp * o_floats;
-        float* const mw = floats + W * (s_floats + o_floats) + warp * 3 * tm;
-        float* const lw = mw + tm;
-        float* const aw = lw + tm;
-        T* const pw = reinterpret_cast<T*>(sw);
-
+        T* const tiles = in_shared(static_cast<T*>(member.team_scratch(level).get_shmem_aligned(bytes, align)));
+        const int rank = member.team_rank(), size = member.team_size(), warp = rank / Units::lanes;
         const std::int64_t block = member.league_rank();
         const std::int64_t b = block / (heads * q_blocks), h = block / q_blocks % heads, q0 = block % q_blocks * BQ;
         const std::int64_t nq = seq_q - q0 < BQ ? seq_q - q0 : BQ;
         const T* const q_rows = q.data() + b * q_stride[0] + h * q_stride[1] + q0 * q_stride[2];
         const T* const k_rows = k.data() + b * k_stride[0] + h * k_stride[1];
         const T* const v_rows = v.data() + b * v_stride[0] + h * v_stride[1];
-        // Rows of D values into a tile (ld apart), 16 bytes at a time where the rows allow (see
-        // `runs`), rows from n on 0.
-        auto load_rows = [&](T* const tile, const T* const rows, const std::int64_t stride, const std::int64_t n, const int count) {
+        // Rows [0, count) of D values into a tile (ld apart), rows from n on 0: by 16-byte async
+        // copies where the rows allow (see `runs`), else value by value.
+        auto load_rows = [&](T* const dst, const T* const rows, const std::int64_t stride, const std::int64_t n, const int count) {
           if (runs) {
             for (int e = rank; e < count * (D / 8); e += size) {
               const int j = e / (D / 8), c = e % (D / 8) * 8;
-              if (j < n) {
-                copy_aligned<16>(tile + j * ld + c, rows + j * stride + c);
-              } else {
-                for (int x = 0; x < 8; ++x) tile[j * ld + c + x] = T(0.0f);
-              }
+              copy16_async(dst + j * ld + c, j < n ? rows + j * stride + c : rows, j < n);
             }
           } else {
-            for (int e = rank; e < count * D; e += size) tile[e / D * ld + e % D] = e / D < n ? rows[e / D * stride + e % D] : T(0.0f);
+            for (int e = rank; e < count * D; e += size) dst[e / D * ld + e % D] = e / D < n ? rows[e / D * stride + e % D] : T(0.0f);
           }
         };
-        // The block of Q (rows past nq 0), the accumulators 0, m = -Inf, l = 0.
-        load_rows(tiles, q_rows, q_stride[2], nq, BQ);
-        if (computes) {
-          for (int e = lane; e < o_floats; e += Units::lanes) ow[e] = 0.0f;
-          for (int r = lane; r < tm; r += Units::lanes) {
-            mw[r] = minus_inf;
-            lw[r] = 0.0f;
-          }
-        }
-        member.team_barrier();
-        typename Units::A qf[D / tm];
-        if (computes) {
-          ROOFTOP_UNROLL
-          for (int c = 0; c < D / tm; ++c) Units::load(qf[c], tiles + warp * tm * ld + c * tm, ld);
-        }
         // Causal: the block's last query sees keys up to its own index; tiles past it are skipped.
         const std::int64_t key_end = causal && q0 + nq < seq_k ? q0 + nq : seq_k;
-        T* const kt = tiles;
-        T* const vt = tiles + BK * ld;
-        for (std::int64_t k0 = 0; k0 < key_end; k0 += BK) {
-          const std::int64_t nk = key_end - k0 < BK ? key_end - k0 : BK;
-          member.team_barrier();  // Q's block, or the previous tile, is no longer read
-          // The K and V tiles, rows past nk 0 (not stale values, whose Inf or NaN would reach
-          // the sums through p = 0).
-          load_rows(kt, k_rows + k0 * k_stride[2], k_stride[2], nk, BK);
-          load_rows(vt, v_rows + k0 * v_stride[2], v_stride[2], nk, BK);
-          member.team_barrier();
-          if (!computes) continue;
-          // Scores: S (16 x BK) = Q K^T, K's rows read as the columns of K^T.
-          ROOFTOP_UNROLL
-          for (int jt = 0; jt < BK / tm; ++jt) {
-            typename Units::C acc;
-            Units::zero(acc);
-            ROOFTOP_UNROLL
-            for (int c = 0; c < D / tm; ++c) {
-              typename Units::BT kf;
-              Units::load(kf, kt + jt * tm * ld + c * tm, ld);
-              Units::mma(acc, qf[c], kf);
-            }
-            Units::store(sw + jt * tm, acc, ls);
-          }
-          Units::sync_lanes();
-          // Online softmax, a lane per row (the other lanes of a warp wait).
-          for (int r = lane; r < tm; r += Units::lanes) {
-            float* const row = sw + r * ls;
-            for (int j = 0; j < BK; ++j) row[j] *= scale;
-            // Keys k0 + j visible to query q0 + i: j < nk, and j <= q0 + i - k0 if causal.
-            const std::int64_t last = q0 + warp * tm + r - k0 + 1;
-            const std::int64_t visible = causal && last < nk ? (last > 0 ? last : 0) : nk;
-            aw[r] = attention_softmax_row<1>(row, BK, static_cast<int>(visible), mw[r], lw[r]);
-          }
-          Units::sync_lanes();
-          // The probabilities in T, in the scores' bytes: every lane's row read whole before any
-          // is written (on GPUs one pass, each of 16 lanes with a row; emulated, row by row:
-          // a row's T values end before the next row's floats begin).
-          for (int r0 = 0; r0 < tm; r0 += Units::lanes) {
-            const int r = r0 + lane;
-            float p[BK];
-            if (r < tm) {
-              ROOFTOP_UNROLL
-              for (int j = 0; j < BK; ++j) p[j] = sw[r * ls + j];
-            }
-            Units::sync_lanes();
-            if (r < tm) {
-              ROOFTOP_UNROLL
-              for (int j = 0; j < BK; ++j) pw[r * lp + j] = T(p[j]);
-            }
-          }
-          // The accumulator rescaled by alpha, row by row.
-          for (int e = lane; e < tm * D; e += Units::lanes) ow[e / D * lo + e % D] *= aw[e / D];
-          Units::sync_lanes();
-          // Accumulator (16 x D) += P (16 x BK) V (BK x D).
-          typename Units::A pf[BK / tm];
-          ROOFTOP_UNROLL
-          for (int jt = 0; jt < BK / tm; ++jt) Units::load(pf[jt], pw + jt * tm, lp);
-          ROOFTOP_UNROLL
-          for (int c = 0; c < D / tm; ++c) {
-            typename Units::C acc;
-            Units::load(acc, ow + c * tm, lo);
-            ROOFTOP_UNROLL
-            for (int jt = 0; jt < BK / tm; ++jt) {
-              typename Units::B vf;
-              Units::load(vf, vt + jt * tm * ld + c * tm, ld);
-              Units::mma(acc, pf[jt], vf);
-            }
-            Units::store(ow + c * tm, acc, lo);
-          }
-          Units::sync_lanes();
+        const std::int64_t key_tiles = (key_end + BK - 1) / BK;
+        // Tile t's pair: K at tiles + (t % 2) * 2 * tile, V after it. Q's block goes through the
+        // second pair's bytes, read into registers before tile 1 is copied there.
+        auto load_pair = [&](const std::int64_t t) {
+          const std::int64_t k0 = t * BK, n = key_end - k0 < BK ? key_end - k0 : BK;
+          T* const pair = tiles + t % 2 * 2 * tile;
+          load_rows(pair, k_rows + k0 * k_stride[2], k_stride[2], n, BK);
+          load_rows(pair + tile, v_rows + k0 * v_stride[2], v_stride[2], n, BK);
+          async_commit();
+        };
+        load_rows(tiles + 2 * tile, q_rows, q_stride[2], nq, BQ);
+        async_commit();
+        if (key_tiles > 0) load_pair(0);
+        async_wait<0>();
+        member.team_barrier();
+        typename Units::A qf[D / 16];
+        ROOFTOP_UNROLL
+        for (int c = 0; c < D / 16; ++c) Units::load_a(qf[c], tiles + 2 * tile + warp * 16 * ld + c * 16, ld);
+        // This warp's queries [first, first + rows); every one of them sees keys [0, sees_all),
+        // and keys from sees_any on are seen by none.
+        const std::int64_t first = q0 + warp * 16;
+        const std::int64_t rows = nq - warp * 16 < 16 ? nq - warp * 16 : 16;
+        const std::int64_t sees_all = causal && first + 1 < seq_k ? first + 1 : seq_k;
+        const std::int64_t sees_any = causal && first + rows < seq_k ? first + rows : seq_k;
+        // Per row slot: the running max m (base 2) and this lane's part of the sum l.
+        float m[slots], l[slots];
+        for (int r = 0; r < slots; ++r) {
+          m[r] = minus_inf;
+          l[r] = 0.0f;
         }
-        if (!computes) return;
-        Units::sync_lanes();
-        T* const o_rows = o.data() + b * o_stride[0] + h * o_stride[1] + q0 * o_stride[2];
-        for (int e = lane; e < tm * D; e += Units::lanes) {
-          const int r = e / D, c = e % D;
-          const std::int64_t i = warp * tm + r;
-          // l = 0: no visible key (seq_k == 0), output 0.
-          if (i < nq) o_rows[i * o_stride[2] + c] = T(lw[r] > 0.0f ? ow[r * lo + c] / lw[r] : 0.0f);
+        typename Units::C acc[D / 8];
+        ROOFTOP_UNROLL
+        for (int c = 0; c < D / 8; ++c) Units::zero(acc[c]);
+        for (std::int64_t t = 0; t < key_tiles; ++t) {
+          const std::int64_t k0 = t * BK;
+          member.team_barrier();  // every warp is done with the other pair (Q's block or tile t - 1)
+          if (t + 1 < key_tiles) {
+            load_pair(t + 1);
+            async_wait<1>();  // tile t's copies are done, tile t + 1's may still be in flight
+          } else {
+            async_wait<0>();
+          }
+          member.team_barrier();  // tile t is in scratch, from every thread's copies
+          if (rows <= 0 || k0 >= sees_any) continue;
+          const T* const kt = tiles + t % 2 * 2 * tile;
+          const T* const vt = kt + tile;
+          // Scores S (16 x BK) = Q K^T, K's rows read as the columns of K^T.
+          typename Units::C s[BK / 8];
+          ROOFTOP_UNROLL
+          for (int j = 0; j < BK / 8; ++j) Units::zero(s[j]);
+          ROOFTOP_UNROLL
+          for (int c = 0; c < D / 16; ++c) {
+            ROOFTOP_UNROLL
+            for (int j = 0; j < BK / 16; ++j) {
+              typename Units::B b0, b1;
+              Units::load_b_columns(b0, b1, kt + j * 16 * ld + c * 16, ld);
+              Units::mma(s[2 * j], qf[c], b0);
+              Units::mma(s[2 * j + 1], qf[c], b1);
+            }
+          }
+          // In base 2; keys a row does not see (past seq_k, or causal past its query) -Inf.
+          const bool masks = k0 + BK > sees_all;
+          float mx[slots];
+          for (int r = 0; r < slots; ++r) mx[r] = m[r];
+          ROOFTOP_UNROLL
+          for (int j = 0; j < BK / 8; ++j) {
+            ROOFTOP_UNROLL
+            for (int e = 0; e < Units::c_values; ++e) {
+              float z = s[j].x[e] * scale2;
+              if (masks) {
+                const std::int64_t query = first + Units::row(e), key = k0 + 8 * j + Units::col(e);
+                if (key >= seq_k || (causal && key > query)) z = minus_inf;
+              }
+              s[j].x[e] = z;
+              mx[Units::slot(e)] = z > mx[Units::slot(e)] ? z : mx[Units::slot(e)];
+            }
+          }
+          // No key seen yet (max -Inf): subtract 0, so every p and alpha is 0, not NaN.
+          float ms[slots], alpha[slots];
+          for (int r = 0; r < slots; ++r) {
+            const float m_new = Units::row_max(mx[r]);
+            ms[r] = m_new == minus_inf ? 0.0f : m_new;
+            alpha[r] = exp2_nonpositive(m[r] - ms[r]);
+            m[r] = m_new;
+            l[r] *= alpha[r];
+          }
+          ROOFTOP_UNROLL
+          for (int j = 0; j < BK / 8; ++j) {
+            ROOFTOP_UNROLL
+            for (int e = 0; e < Units::c_values; ++e) {
+              const float p = exp2_nonpositive(s[j].x[e] - ms[Units::slot(e)]);
+              s[j].x[e] = p;
+              l[Units::slot(e)] += p;
+            }
+          }
+          ROOFTOP_UNROLL
+          for (int c = 0; c < D / 8; ++c) {
+            ROOFTOP_UNROLL
+            for (int e = 0; e < Units::c_values; ++e) acc[c].x[e] *= alpha[Units::slot(e)];
+          }
+          // Accumulators (16 x D) += P (16 x BK) V (BK x D).
+          ROOFTOP_UNROLL
+          for (int j = 0; j < BK / 16; ++j) {
+            typename Units::A p;
+            Units::to_a(p, s[2 * j], s[2 * j + 1]);
+            ROOFTOP_UNROLL
+            for (int c = 0; c < D / 16; ++c) {
+              typename Units::B b0, b1;
+              Units::load_b_rows(b0, b1, vt + j * 16 * ld + c * 16, ld);
+              Units::mma(acc[2 * c], p, b0);
+              Units::mma(acc[2 * c + 1], p, b1);
+            }
+          }
+        }
+        if (rows <= 0) return;
+        // l = 0: no visible key (seq_k == 0), output 0.
+        float inv[slots];
+        for (int r = 0; r < slots; ++r) {
+          const float sum = Units::row_sum(l[r]);
+          inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
+        }
+        T* const o_rows = o.data() + b * o_stride[0] + h * o_stride[1] + first * o_stride[2];
+        ROOFTOP_UNROLL
+        for (int c = 0; c < D / 8; ++c) {
+          ROOFTOP_UNROLL
+          for (int e = 0; e < Units::c_values; ++e) {
+            const int i = Units::row(e);
+            if (i < rows) o_rows[i * o_stride[2] + 8 * c + Units::col(e)] = T(acc[c].x[e] * inv[Units::slot(e)]);
+          }
         }
       });
 }

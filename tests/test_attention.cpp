@@ -123,7 +123,7 @@ void run_and_check(const Dims& n, float scale, bool causal, bool misaligned = fa
 /// of 16 or 32 keys.
 template <int W, int BK>
 struct FewWarps {
-  static constexpr int warps = W, keys = BK;
+  static constexpr int warps = W, keys = BK, teams_per_sm = 1;
 };
 
 /// The matrix-unit driver at head_dim D with tiles Matrix over sequence lengths of one, several

@@ -13,8 +13,9 @@
 /// more, each row aligned to the fragment's size: 32 bytes for fp16 A/B and fp32 C, which the
 /// kernels' 16-byte row padding does not give (the sm_90 code loads them with LDSM and
 /// LDS.64, which need 16 and 8); 16 bytes for bf16, whose loads here are that PTX.
-/// test_gemm and test_attention, their bf16 and fp16 cases among them, passed on an H100 (27
-/// November 2026).
+/// test_gemm, its bf16 and fp16 cases among them, passed on an H100 (27 November 2026).
+/// (Kernels that work on the accumulators in registers use backends/cuda/warp_mma.hpp, whose
+/// tiles' layout is known.)
 /// `in_shared` gives a scratch pointer the shared address space, so the loads compile to
 /// shared-memory instructions instead of generic ones.
 #pragma once
@@ -69,7 +70,6 @@ struct WarpMatrix {
   using Native = std::conditional_t<std::is_same_v<T, bf16>, __nv_bfloat16, __half>;
   using A = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, m, n, k, Native, nvcuda::wmma::row_major>;
   using B = nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, m, n, k, Native, nvcuda::wmma::row_major>;
-  using BT = nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, m, n, k, Native, nvcuda::wmma::col_major>;
   using C = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, m, n, k, float>;
 
   __device__ static void zero(C& c) { nvcuda::wmma::fill_fragment(c, 0.0f); }
@@ -88,22 +88,12 @@ struct WarpMatrix {
       nvcuda::wmma::load_matrix_sync(b, native(p), ld);
     }
   }
-  /// The k x n tile of B stored transposed: B(kk, j) at p[j * ld + kk] (a tile of rows of K
-  /// read as K^T).
-  __device__ static void load(BT& b, const T* p, int ld) {
-    if constexpr (std::is_same_v<T, bf16>) {
-      load_shared_bf16<false, true>(b, p, ld);
-    } else {
-      nvcuda::wmma::load_matrix_sync(b, native(p), ld);
-    }
-  }
   /// The m x n tile at p (row-major floats, ld apart) into c.
   __device__ static void load(C& c, const float* p, int ld) {
     nvcuda::wmma::load_matrix_sync(c, in_shared(p), ld, nvcuda::wmma::mem_row_major);
   }
   /// c += a * b.
   __device__ static void mma(C& c, const A& a, const B& b) { nvcuda::wmma::mma_sync(c, a, b, c); }
-  __device__ static void mma(C& c, const A& a, const BT& b) { nvcuda::wmma::mma_sync(c, a, b, c); }
   /// The m x n tile c to p (row-major, ld apart).
   __device__ static void store(float* p, const C& c, int ld) {
     nvcuda::wmma::store_matrix_sync(in_shared(p), c, ld, nvcuda::wmma::mem_row_major);
@@ -116,7 +106,7 @@ struct WarpMatrix {
   /// CUDA 11.8's wmma loads of bf16 tiles stay generic loads (LD) even from a shared pointer,
   /// where fp16's become ldmatrix (LDSM): the bf16 ones as the PTX instruction on the shared
   /// address (four 32-bit registers per lane for A and for B of m16n16k16).
-  template <bool is_a, bool col = false, class F>
+  template <bool is_a, class F>
   __device__ static void load_shared_bf16(F& f, const T* p, int ld) {
     static_assert(sizeof(f.x) == 4 * sizeof(unsigned), "rooftop: a bf16 m16n16k16 tile is four registers per lane");
     unsigned* const r = reinterpret_cast<unsigned*>(&f.x[0]);
@@ -126,13 +116,8 @@ struct WarpMatrix {
                    : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                    : "r"(address), "r"(ld)
                    : "memory");
-    } else if constexpr (!col) {
-      asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4], %5;"
-                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                   : "r"(address), "r"(ld)
-                   : "memory");
     } else {
-      asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4], %5;"
+      asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4], %5;"
                    : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                    : "r"(address), "r"(ld)
                    : "memory");
@@ -146,7 +131,6 @@ struct WarpMatrix {
   struct B {
     float v[k * n];
   };
-  struct BT : B {};
   struct C {
     float v[m * n];
   };
@@ -161,10 +145,6 @@ struct WarpMatrix {
   KOKKOS_INLINE_FUNCTION static void load(B& b, const T* p, int ld) {
     for (int kk = 0; kk < k; ++kk)
       for (int j = 0; j < n; ++j) b.v[kk * n + j] = static_cast<float>(p[kk * ld + j]);
-  }
-  KOKKOS_INLINE_FUNCTION static void load(BT& b, const T* p, int ld) {
-    for (int kk = 0; kk < k; ++kk)
-      for (int j = 0; j < n; ++j) b.v[kk * n + j] = static_cast<float>(p[j * ld + kk]);
   }
   KOKKOS_INLINE_FUNCTION static void load(C& c, const float* p, int ld) {
     for (int i = 0; i < m; ++i)
