@@ -291,7 +291,8 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
           // two runs, GB/s without -> with, rows of 4096 / 8192 / 32768: fp32 55-56 / 49-50 /
           // 48-50 -> 55 / 53-55 / 51-55, bf16 50-53 / 44-45 / 42 -> 53-54 / 53-54 / 53-54 (flat
           // gelu beside them 56-58); the harness, three alternations, rows of 32768 fp32 / bf16 /
-          // fp16 49.5 / 41.5 / 39.3 -> 56.0 / 52.6 / 49.2, rows of 768 and 4096 within 2%.
+          // fp16 49.5 / 41.5 / 39.3 -> 56.0 / 52.6 / 49.2, rows of 768 and 4096 within 2%;
+          // built for AVX2 (-march=znver3) on that VM, fp32 rows of 4096-32768 41-48 -> 51-55.
           const auto registers = [&](const std::int64_t c, auto& v) {
             cpu::prefetch_ahead(in + c, cpu::float_lanes * registers_of<decltype(v)>);
             for (int u = 0; u < registers_of<decltype(v)>; ++u)
