@@ -173,7 +173,8 @@ TEST_CASE_TEMPLATE("attention's matrix-unit driver (tensor-core tiles; emulated 
   check_matrix_attention<T, 64, FewWarps<1, 16>>();
   check_matrix_attention<T, 64, FewWarps<2, 32>>();
   check_matrix_attention<T, 128, FewWarps<1, 32>>();
-  // The library's own tiles, where the backend runs their teams (4 and 2 warps).
+  check_matrix_attention<T, 64, FewWarps<2, 64>>();  // the library's tiles of keys at 64, on 2 warps
+  // The library's own tiles, where the backend runs their teams (4 warps).
   check_matrix_attention<T, 64, detail::MatrixAttentionTiles<64>>();
   check_matrix_attention<T, 128, detail::MatrixAttentionTiles<128>>();
 }
