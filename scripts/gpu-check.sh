@@ -16,6 +16,9 @@
 #   profile REGEX [rooftop args]  Nsight Compute on two launches of the kernels whose mangled
 #                              names match REGEX (e.g. SoftmaxRegisterRows) in `rooftop --quick
 #                              ARGS`, the GPU's clocks left as they are -> profile.txt
+#   ab OLD NEW [rooftop args]  the harness from two binary folders (two builds to compare) run
+#                              old, new, new, old with the same args -> ab/, and each result's
+#                              best time in each build and new/old -> ab/summary.txt
 #
 # --bin: the binaries (default build/cuda/bin). --out: the results (default
 # docs/results/<gpu-name>, e.g. docs/results/nvidia-h100-80gb-hbm3). Each step records its
@@ -37,8 +40,8 @@ done
 step="${1:-}"
 [ $# -gt 0 ] && shift
 case "$step" in
-  tests|sanitizer|roofline|references|summary|all|profile) ;;
-  *) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  tests|sanitizer|roofline|references|summary|all|profile|ab) ;;
+  *) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 if [ -z "$out" ]; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
@@ -114,6 +117,41 @@ do_step() {
         --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats \
         "$bin/rooftop" --quick --out "$out/profile" "$@" > "$out/profile.txt" 2>&1 || rc=$?
       [ $rc -eq 0 ] && status profile "PASS ($out/profile.txt)" || status profile "FAIL: ncu exit $rc ($out/profile.txt)" ;;
+    ab)
+      shift
+      [ $# -ge 2 ] || { echo "gpu-check: ab OLD_BIN_DIR NEW_BIN_DIR [rooftop args]" >&2; exit 2; }
+      local old=$1 new=$2 rc=0 run dir
+      shift 2
+      mkdir -p "$out/ab"
+      # Alternated, so that a drift of the machine (clocks, temperature) falls on both builds.
+      for run in old1 new1 new2 old2; do
+        dir=$old
+        [ "${run%?}" = new ] && dir=$new
+        echo "[gpu-check] ab: $run ($dir/rooftop)" >&2
+        "$dir/rooftop" --out "$out/ab/$run" "$@" > "$out/ab/$run.log" 2>&1 || rc=$?
+      done
+      "$python" - "$out/ab" > "$out/ab/summary.txt" <<'PY' || rc=$?
+import csv, os, sys
+d = sys.argv[1]
+best = {}  # (op, dtype, shape) -> build -> (seconds, GB/s, GFLOP/s)
+for run in ("old1", "new1", "new2", "old2"):
+    path = os.path.join(d, run, "report.csv")
+    if not os.path.exists(path):
+        print(f"{run}: no report.csv (see {run}.log)")
+        continue
+    for r in csv.DictReader(open(path)):
+        key, build = (r["op"], r["dtype"], r["shape"]), run[:-1]
+        t = (float(r["seconds_min"]), float(r["gbs"]), float(r["gflops"]))
+        if t[0] < best.setdefault(key, {}).get(build, (float("inf"),))[0]:
+            best[key][build] = t
+print(f"{'op':16s} {'dtype':5s} {'shape':22s} {'old us':>10s} {'new us':>10s} {'GB/s old':>9s} {'new':>9s} {'GFLOP/s old':>12s} {'new':>12s} {'old/new':>8s}")
+for (op, dt, shape), b in best.items():
+    if "old" in b and "new" in b:
+        o, n = b["old"], b["new"]
+        print(f"{op:16s} {dt:5s} {shape:22s} {o[0] * 1e6:10.1f} {n[0] * 1e6:10.1f} {o[1]:9.1f} {n[1]:9.1f} {o[2]:12.1f} {n[2]:12.1f} {o[0] / n[0]:7.2f}x")
+PY
+      cat "$out/ab/summary.txt"
+      [ $rc -eq 0 ] && status ab "PASS ($out/ab/summary.txt)" || status ab "FAIL: exit $rc ($out/ab/*.log)" ;;
   esac
 }
 
