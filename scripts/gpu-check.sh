@@ -18,7 +18,7 @@
 #                              ARGS`, the GPU's clocks left as they are -> profile.txt
 #   ab OLD NEW [rooftop args]  the harness from two binary folders (two builds to compare) run
 #                              old, new, new, old with the same args -> ab/, and each result's
-#                              best time in each build and new/old -> ab/summary.txt
+#                              best time per build and old / new time -> ab/summary.txt
 #
 # --bin: the binaries (default build/cuda/bin). --out: the results (default
 # docs/results/<gpu-name>, e.g. docs/results/nvidia-h100-80gb-hbm3). Each step records its

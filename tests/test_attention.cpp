@@ -120,7 +120,7 @@ void run_and_check(const Dims& n, float scale, bool causal, bool misaligned = fa
 }
 
 /// Tiles for the matrix-unit driver with one warp (on the host, one thread) or two, and tiles
-/// of 16 or 32 keys.
+/// of 16, 32 or 64 keys.
 template <int W, int BK>
 struct FewWarps {
   static constexpr int warps = W, keys = BK, teams_per_sm = 1;
