@@ -76,6 +76,12 @@ KOKKOS_FORCEINLINE_FUNCTION float exp2_in_range(float z) {
 #endif
 }
 
+/// 2^z, and 0 where z < -125 (z = -Inf among them): exp2_in_range on an argument held in its
+/// range, the result selected after. NaN z gives NaN.
+KOKKOS_FORCEINLINE_FUNCTION float exp2_or_zero(float z) {
+  return select(z < -125.0f, 0.0f, exp2_in_range(select(z < -125.0f, -125.0f, z)));
+}
+
 /// log2(e) in float, for callers of exp2_in_range.
 constexpr float log2e = 1.44269504f;
 
@@ -175,7 +181,7 @@ KOKKOS_FORCEINLINE_FUNCTION float half_erfc(float z) {
   p = compat::fma(p, h, C::c1);
   p = compat::fma(p, h, C::c0);
   const float v = compat::fma(-(a * log2e), a, p);  // log2 of erfc(a) / (2h)
-  const float tail = h * select(v < -125.0f, 0.0f, exp2_in_range(select(v < -125.0f, -125.0f, v)));
+  const float tail = h * exp2_or_zero(v);
   return select(z < 0, 1.0f - tail, tail);
 }
 

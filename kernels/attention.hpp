@@ -213,13 +213,13 @@ struct MatrixAttentionTiles {
   static constexpr int warps = 4, keys = D <= 64 ? 64 : 32, teams_per_sm = D <= 64 ? 4 : 2;
 };
 
-/// 2^z for z <= 0: 0 at z = -Inf and wherever 2^z is below 2^-125 (GPUs: ex2.approx.ftz, which
-/// flushes results below 2^-126 to 0), NaN for NaN.
+/// 2^z for z <= 0: math::exp2_or_zero, except on CUDA devices, where exp2_in_range's
+/// ex2.approx.ftz alone gives 0 at z = -Inf and flushes results below 2^-126 (no selects).
 KOKKOS_FORCEINLINE_FUNCTION float exp2_nonpositive(float z) {
 #if defined(__CUDA_ARCH__)
   return math::exp2_in_range(z);
 #else
-  return math::select(z < -125.0f, 0.0f, math::exp2_in_range(math::select(z < -125.0f, -125.0f, z)));
+  return math::exp2_or_zero(z);
 #endif
 }
 

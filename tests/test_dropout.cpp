@@ -118,36 +118,36 @@ TEST_CASE_TEMPLATE("dropout and bias_gelu_dropout work in place (plain and strea
 TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in sequence (both GELU forms; plain and streaming stores)", T,
                    ROOFTOP_ML_DTYPES) {
   for (const std::size_t threshold : test::store_thresholds)
-  for (const Gelu form : {Gelu::tanh, Gelu::erf})
-    for (const std::int64_t cols : test::row_lengths) {
-      const std::int64_t rows = cols > 1000 ? 3 : 19;
-      CAPTURE(threshold);
-      CAPTURE(form == Gelu::erf);
-      CAPTURE(cols);
-      test::StreamingThreshold stores(threshold);
-      auto x = test::random_matrix<T>(rows, cols, -4, 4);
-      auto bias = test::random_vector<T>(cols, -1, 1);
-      const std::uint64_t seed = test::next_seed(), offset = 1000;
-      auto fused = test::poisoned_matrix<T>(rows, cols);
-      rooftop::bias_gelu_dropout(Exec(), x, bias, fused, 0.2, seed, offset, form);
-      const auto hx = host(x), hb = host(bias), hf = host(fused);
-      const DropoutMask mask(0.2, seed, offset);
-      const auto gelu = form == Gelu::tanh ? reference::gelu_tanh : reference::gelu_erf;
-      std::vector<double> want(hx.size());
-      for (std::size_t i = 0; i < hx.size(); ++i) want[i] = mask.keep(i) ? gelu(hx[i] + hb[i % cols]) / 0.8 : 0.0;
-      const std::string error = reference::compare(hf, want, [&](std::size_t i) {
-        return reference::tolerance<T>(want[i], (std::abs(hx[i] + hb[i % cols]) + std::abs(want[i])) / 0.8, 18);
-      });
-      CHECK_MESSAGE(error.empty(), error);
+    for (const Gelu form : {Gelu::tanh, Gelu::erf})
+      for (const std::int64_t cols : test::row_lengths) {
+        const std::int64_t rows = cols > 1000 ? 3 : 19;
+        CAPTURE(threshold);
+        CAPTURE(form == Gelu::erf);
+        CAPTURE(cols);
+        test::StreamingThreshold stores(threshold);
+        auto x = test::random_matrix<T>(rows, cols, -4, 4);
+        auto bias = test::random_vector<T>(cols, -1, 1);
+        const std::uint64_t seed = test::next_seed(), offset = 1000;
+        auto fused = test::poisoned_matrix<T>(rows, cols);
+        rooftop::bias_gelu_dropout(Exec(), x, bias, fused, 0.2, seed, offset, form);
+        const auto hx = host(x), hb = host(bias), hf = host(fused);
+        const DropoutMask mask(0.2, seed, offset);
+        const auto gelu = form == Gelu::tanh ? reference::gelu_tanh : reference::gelu_erf;
+        std::vector<double> want(hx.size());
+        for (std::size_t i = 0; i < hx.size(); ++i) want[i] = mask.keep(i) ? gelu(hx[i] + hb[i % cols]) / 0.8 : 0.0;
+        const std::string error = reference::compare(hf, want, [&](std::size_t i) {
+          return reference::tolerance<T>(want[i], (std::abs(hx[i] + hb[i % cols]) + std::abs(want[i])) / 0.8, 18);
+        });
+        CHECK_MESSAGE(error.empty(), error);
 
-      // The unfused chain (fp32: no intermediate rounding, so the same mask gives the same zeros).
-      test::Matrix<T> t1("t1", rows, cols), t2("t2", rows, cols), unfused("unfused", rows, cols);
-      rooftop::bias_add(Exec(), x, bias, t1);
-      rooftop::gelu(Exec(), test::flat(t1), test::flat(t2), form);
-      rooftop::dropout(Exec(), test::flat(t2), test::flat(unfused), 0.2, seed, offset);
-      const auto hu = host(unfused);
-      for (std::size_t i = 0; i < hu.size(); ++i) REQUIRE((hu[i] == 0) == (hf[i] == 0 && want[i] == 0));
-    }
+        // The unfused chain (fp32: no intermediate rounding, so the same mask gives the same zeros).
+        test::Matrix<T> t1("t1", rows, cols), t2("t2", rows, cols), unfused("unfused", rows, cols);
+        rooftop::bias_add(Exec(), x, bias, t1);
+        rooftop::gelu(Exec(), test::flat(t1), test::flat(t2), form);
+        rooftop::dropout(Exec(), test::flat(t2), test::flat(unfused), 0.2, seed, offset);
+        const auto hu = host(unfused);
+        for (std::size_t i = 0; i < hu.size(); ++i) REQUIRE((hu[i] == 0) == (hf[i] == 0 && want[i] == 0));
+      }
 }
 
 TEST_CASE("preconditions: dropout names the op, extents and p") {
