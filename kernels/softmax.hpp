@@ -101,6 +101,9 @@ inline std::int64_t softmax_rows_per_run(std::int64_t rows, std::int64_t row_byt
   return std::max<std::int64_t>(std::min(wanted, rows / (4 * static_cast<std::int64_t>(threads))), 1);
 }
 
+/// How far ahead of its loads softmax_row_runs prefetches the next row (bytes).
+inline constexpr std::int64_t softmax_next_row_ahead = 4096;
+
 /// Rows of a work item at once, for rows streamed as whole lines (each row of y whole lines
 /// from a line boundary, x's rows contiguous), plan.rows_per_item at a time
 /// (softmax_rows_per_run): a row's output is streamed while the next row's exponentials are
@@ -109,6 +112,13 @@ inline std::int64_t softmax_rows_per_run(std::int64_t rows, std::int64_t row_byt
 /// values. 2 threads, Zen 3 VM, 2^25 fp32 values, a scratch program alternating the builds in
 /// one process, medians of ten, two runs, GB/s: rows of 768 24.1-24.9 -> 29.6-30.6, 4096
 /// 22.9-23.2 -> 29.4-29.6, 32768 20.1-21.8 -> 26.1-29.8 (fp16 14.1-15.3 -> 14.7-15.9).
+/// 2-byte rows take the next row's max in that pass too (its loads beside the exponentials,
+/// prefetched softmax_next_row_ahead bytes ahead), where a max pass of its own left the memory
+/// idle: Zen 5 VM, 2 threads, the harness --quick, three alternations, GB/s: bf16 rows of 4096
+/// 46.2-46.6 -> 51.0-56.1, 32768 45.7-46.3 -> 50.8-52.5; fp16 4096 47.7-50.2 -> 53.5-55.4,
+/// 32768 45.4-48.4 -> 48.5-51.2; rows of 768 within the noise. fp32 rows ran 3-5% slower that
+/// way (four alternations: 4096 47.6-50.4 -> 46.6-48.9, 32768 48.9-49.8 -> 46.5-48.6, with any
+/// prefetch distance from 2 to 16 KB; none at all, 39-40) and keep their max pass.
 template <class Exec, class X, class Y>
 void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t cols, RowPlan plan) {
   plan.stream = true;
@@ -119,12 +129,27 @@ void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t col
         // prev holds the exponentials of the row before (its output scaled by `scale`), e this row's.
         float *prev = scratch, *e = scratch + cols;
         float scale = 0.0f;
+        // 2-byte rows' maxes come from the pass before (see above); fp32 rows take their own.
+        constexpr bool next_max_beside = sizeof(typename X::value_type) == 2;
+        float m = cpu::softmax_max(&x(first, 0), cols);
         for (std::int64_t row = first; row < last; ++row) {
           const auto* const in = &x(row, 0);
-          const ExpMinusMax arg = ExpMinusMax::of_max(cpu::softmax_max(in, cols));
-          const float s = row == first ? cpu::softmax_exp_sum(in, e, cols, arg.sub, arg.offset)
-                                       : cpu::softmax_exp_sum_streaming(in, e, cols, arg.sub, arg.offset, &y(row - 1, 0), prev, scale,
-                                                                        RowTeam<Exec>::next_row_of(x, row));
+          if (!next_max_beside && row > first) m = cpu::softmax_max(in, cols);
+          const auto* const next = next_max_beside && row + 1 < last ? &x(row + 1, 0) : nullptr;
+          const ExpMinusMax arg = ExpMinusMax::of_max(m);
+          float s;
+          if (row == first) {
+            s = cpu::softmax_exp_sum(in, e, cols, arg.sub, arg.offset);
+            if (next) m = cpu::softmax_max(next, cols);
+          } else {
+            const cpu::Prefetch ahead = next ? cpu::Prefetch{reinterpret_cast<const char*>(next) + softmax_next_row_ahead,
+                                                             static_cast<std::int64_t>(sizeof(*next))}
+                                             : RowTeam<Exec>::next_row_of(x, row);
+            const cpu::SumAndNextMax r =
+                cpu::softmax_exp_sum_streaming(in, e, cols, arg.sub, arg.offset, &y(row - 1, 0), prev, scale, next, ahead);
+            s = r.sum;
+            m = r.next_max;
+          }
           scale = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
           std::swap(prev, e);
         }

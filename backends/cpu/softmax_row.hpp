@@ -171,21 +171,50 @@ inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, fl
 
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
 ROOFTOP_AVX512_WARNINGS_OFF
+namespace detail {
+/// max(v, m) lane by lane, m where v is NaN (vmaxps returns its second operand where either is
+/// NaN): softmax_max's running max.
+[[gnu::always_inline]] inline Floats max_skipping_nan(Floats v, Floats m) {
+#if defined(ROOFTOP_HAS_AVX512_SOFTMAX)
+  return _mm512_max_ps(v, m);
+#else
+  return _mm256_max_ps(v, m);
+#endif
+}
+/// The largest lane of v (none of them NaN).
+[[gnu::always_inline]] inline float reduce_max(Floats v) {
+#if defined(ROOFTOP_HAS_AVX512_SOFTMAX)
+  return _mm512_reduce_max_ps(v);
+#else
+  return max_lane(v);
+#endif
+}
+}  // namespace detail
+
+/// What softmax_exp_sum_streaming returns: the sum of this row's exponentials and the max of
+/// the next row (-Inf where there is none).
+struct SumAndNextMax {
+  float sum, next_max;
+};
+
 /// softmax_exp_sum (the same exponentials into e and the same sum, for n a multiple of 16)
-/// while the previous row's output goes out beside it: out[c] = TOut(prev[c] * scale) for c in
-/// [0, n), each cache line streamed (stream_vectors, prefetching the lines of `ahead` at the same
-/// elements) as this row's exponentials at the same elements are computed. On its own the
-/// output pass is bound by the streaming stores and the exponentials by the core; side by
-/// side, each line's stores drain while the core computes (kernels/softmax.hpp,
-/// softmax_row_runs). out line-aligned, n a whole number of its lines; e and prev 64-byte
+/// while the previous row's output goes out beside it and the next row's max is taken: out[c]
+/// = TOut(prev[c] * scale) for c in [0, n), each cache line streamed (stream_vectors) as this
+/// row's exponentials at the same elements are computed, and the max of next[0, n) (skipping
+/// NaN, as softmax_max) loaded at the same elements, with the lines of `ahead` prefetched
+/// (the caller points it a few KB ahead in next's row). On its own the output pass is bound by
+/// the streaming stores and the exponentials by the core; side by side, each line's stores
+/// drain while the core computes (kernels/softmax.hpp, softmax_row_runs), and the next row's
+/// reads come in meanwhile, where a max pass of their own would leave the memory idle. next
+/// null: no max (-Inf). out line-aligned, n a whole number of its lines; e and prev 64-byte
 /// aligned. The caller fences.
 template <class T, class TOut>
-inline float softmax_exp_sum_streaming(const T* x, float* e, std::int64_t n, float sub, float offset, TOut* out,
-                                       const float* prev, float scale, const Prefetch& ahead) {
+inline SumAndNextMax softmax_exp_sum_streaming(const T* x, float* e, std::int64_t n, float sub, float offset, TOut* out,
+                                               const float* prev, float scale, const T* next, const Prefetch& ahead) {
   const Floats log2e = splat(math::log2e), minus_offset = splat(-offset), shift = splat(sub), by = splat(scale);
-  auto pass = [&](auto shifted) {
+  auto pass = [&](auto shifted, auto with_next) {
     // Registers alternate between two sums, as softmax_exp_sum's do.
-    Floats s = splat(0.0f), t = splat(0.0f);
+    Floats s = splat(0.0f), t = splat(0.0f), m = splat(-std::numeric_limits<float>::infinity());
     stream_vectors(
         out, n, ahead, [&](const std::int64_t c) { return *reinterpret_cast<const Floats*>(prev + c) * by; },
         [&](const std::int64_t c, const std::int64_t count) {
@@ -195,11 +224,13 @@ inline float softmax_exp_sum_streaming(const T* x, float* e, std::int64_t n, flo
             *reinterpret_cast<Floats*>(e + q) = z;
             s += z;
             std::swap(s, t);
+            if constexpr (decltype(with_next)::value) m = detail::max_skipping_nan(load_floats(next + q), m);
           }
         });
-    return reduce_add(s + t);
+    return SumAndNextMax{reduce_add(s + t), detail::reduce_max(m)};
   };
-  return sub == 0.0f ? pass(std::false_type{}) : pass(std::true_type{});
+  auto with = [&](auto shifted) { return next ? pass(shifted, std::true_type{}) : pass(shifted, std::false_type{}); };
+  return sub == 0.0f ? with(std::false_type{}) : with(std::true_type{});
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
