@@ -15,6 +15,7 @@
 #include "error.hpp"
 #include "reduction.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -932,9 +933,28 @@ void for_each_row(const char* label, const Exec& exec, std::int64_t rows, const 
                        KOKKOS_LAMBDA(const Member& member) { for_rows_of_item<Exec>(member, rows, plan, body); });
 }
 
+/// Rows per work item of kernels that carry work from one row to the next (for_each_row_run),
+/// whose first and last rows run partly alone: 256 KB of output and at least 8 rows, but no
+/// more than leave four items per thread.
+inline std::int64_t rows_per_run(std::int64_t rows, std::int64_t row_bytes, int threads) {
+  const std::int64_t wanted = std::max<std::int64_t>((262144 + row_bytes - 1) / row_bytes, 8);
+  return std::max<std::int64_t>(std::min(wanted, rows / (4 * static_cast<std::int64_t>(threads))), 1);
+}
+/// `plan` with rows_per_run rows of y per work item.
+template <class Exec, class Y>
+RowPlan run_plan(RowPlan plan, const Exec& exec, const Y& y) {
+  const auto row_bytes = static_cast<std::int64_t>(y.extent(1) * sizeof(typename Y::value_type));
+  plan.rows_per_item = rows_per_run(static_cast<std::int64_t>(y.extent(0)), row_bytes, compat::concurrency(exec));
+  return plan;
+}
+
+/// How far ahead of its loads a row run reads the next row beside this one's output prefetches
+/// it (bytes; softmax_row_runs, norm_row_runs).
+inline constexpr std::int64_t next_row_ahead = 4096;
+
 /// Host: run(first, last, scratch) for each work item of `plan` over [0, rows), its rows
 /// [first, last) in one call, for kernels that carry work from one row to the next
-/// (softmax_row_runs).
+/// (softmax_row_runs, norm_row_runs).
 template <class Exec, class Run>
 void for_each_row_run(const char* label, const Exec& exec, std::int64_t rows, const Run& run, const RowPlan& plan) {
   using Member = typename RowTeam<Exec>::Member;

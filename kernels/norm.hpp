@@ -9,7 +9,9 @@
 /// passes over it come from cache for rows up to the size of L2. On AVX-512 and AVX2 hosts,
 /// contiguous rows are vector code throughout, each value (weight and bias too) widened as it
 /// is loaded (cpu::row_sum and the other sums of backends/cpu/row_sums.hpp, then
-/// detail::norm_row_out, streamed for large outputs). Elsewhere the portable loops: fp16 rows
+/// detail::norm_row_out, streamed for large outputs; large 2-byte outputs of whole-line rows go
+/// a run of rows at a time, the next row's statistics folded beside each row's output,
+/// detail::norm_row_runs). Elsewhere the portable loops: fp16 rows
 /// widened once into the work item's scratch (RowTeam::input) so no pass converts per element,
 /// fp16 weight and bias widened into an fp32 copy once per call, large outputs streamed through
 /// RowTeam::write. On GPUs rows are held in registers (core/register_rows.hpp): rows of up to
@@ -124,14 +126,16 @@ struct NormRegisterRows {
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
 
 /// A norm's output row on an AVX-512 or AVX2 host from the row's contiguous values at `in`:
-/// y(row, c) = (in[c] - shift) * scale * w(c) + b(c) (w, b: weight and bias, each left out where
-/// empty), streamed a line at a time straight from the vector code where the plan streams whole
-/// lines of y (RowTeam::vector_stream_row; cpu::stream_vectors, prefetching `ahead`), else
-/// stored plainly (map_lines). Through RowTeam::write's L1 buffer, streamed rows ran 15-20%
-/// slower (see cpu::stream_vectors).
-template <class Row, class XT, class Y, class W, class B>
-void norm_row_out(const Row& r, const XT* in, const Y& y, std::int64_t cols, float shift, float scale, const W& weight,
-                  const B& bias, const cpu::Prefetch& ahead) {
+/// out[c] = (in[c] - shift) * scale * w(c) + b(c) (w, b: weight and bias, each left out where
+/// empty), streamed a line at a time straight from the vector code where `streamed` (out
+/// line-aligned, cols whole lines: RowTeam::vector_stream_row; cpu::stream_vectors, prefetching
+/// `ahead` and running `beside` line by line), else stored plainly (map_lines; no beside).
+/// Through RowTeam::write's L1 buffer, streamed rows ran 15-20% slower (see
+/// cpu::stream_vectors).
+template <class XT, class T, class W, class B, class Beside = cpu::NothingBeside>
+[[gnu::always_inline]] inline void norm_row_out(const XT* in, T* out, bool streamed, std::int64_t cols, float shift, float scale,
+                                                const W& weight, const B& bias, const cpu::Prefetch& ahead,
+                                                const Beside& beside = {}) {
   const auto* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
   const auto* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
   const cpu::Floats minus = cpu::splat(shift), times = cpu::splat(scale);
@@ -149,7 +153,6 @@ void norm_row_out(const Row& r, const XT* in, const Y& y, std::int64_t cols, flo
     if (at % 64 < cpu::float_lanes * next.element_bytes) next.line(at);
   };
 #if defined(ROOFTOP_HAS_AVX2_LANES)
-  using T = typename Y::value_type;
   constexpr bool w_pairs = std::is_same_v<std::remove_const_t<typename W::value_type>, bf16>;
   constexpr bool b_pairs = std::is_same_v<std::remove_const_t<typename B::value_type>, bf16>;
   if constexpr (std::is_same_v<T, bf16> && std::is_same_v<XT, bf16>) {
@@ -176,11 +179,11 @@ void norm_row_out(const Row& r, const XT* in, const Y& y, std::int64_t cols, flo
         }
         return cpu::merge_pairs(even, odd);
       };
-      if (auto* const out = r.vector_stream_row(y, cols)) {
-        cpu::stream_bits(out, cols, ahead, bits);
+      if (streamed) {
+        cpu::stream_bits(out, cols, ahead, bits, beside);
         return;
       }
-      map_whole_lines<false>(&y(r.row, 0), cols, [&](const std::int64_t c) { return prefetch(c), bits(c); }, one);
+      map_whole_lines<false>(out, cols, [&](const std::int64_t c) { return prefetch(c), bits(c); }, one);
       return;
     }
   }
@@ -191,11 +194,108 @@ void norm_row_out(const Row& r, const XT* in, const Y& y, std::int64_t cols, flo
     if (b) v = v + cpu::load_floats(b + c);
     return v;
   };
-  if (auto* const out = r.vector_stream_row(y, cols)) {
-    cpu::stream_vectors(out, cols, ahead, vector);
+  if (streamed) {
+    cpu::stream_vectors(out, cols, ahead, vector, beside);
     return;
   }
-  map_lines<false>(&y(r.row, 0), cols, [&](const std::int64_t c) { return prefetch(c), vector(c); }, one);
+  map_lines<false>(out, cols, [&](const std::int64_t c) { return prefetch(c), vector(c); }, one);
+}
+
+/// A norm's shift and scale for its output ((v - shift) * scale, then weight and bias).
+struct NormScale {
+  float shift, scale;
+};
+
+/// rmsnorm's statistics in the host's vector code (shift 0, scale 1 / sqrt(mean(x^2) + eps)),
+/// folded over a row at once (whole) or a line at a time beside another row's output (start,
+/// line, finish; the same values bit for bit, cpu::fold_line).
+struct RmsStats {
+  float inv_cols, eps;
+  using Fold = cpu::RowSumSquares;
+  template <class T>
+  [[gnu::always_inline]] Fold start(const T*, std::int64_t) const { return {}; }
+  template <class T>
+  [[gnu::always_inline]] NormScale finish(const Fold& f, const T*, std::int64_t) const {
+    return {0.0f, 1.0f / compat::sqrt(f.sum() * inv_cols + eps)};
+  }
+  template <class T>
+  [[gnu::always_inline]] NormScale whole(const T* in, std::int64_t cols) const {
+    return {0.0f, 1.0f / compat::sqrt(cpu::row_sum_squares(in, cols) * inv_cols + eps)};
+  }
+};
+
+/// LayerNorm's statistics the same ways (shift: the mean, scale: 1 / sqrt(var + eps)). One pass
+/// over the row where it loses at most a bit: the sums of the deviations from a shift, the mean
+/// of the first 16 values. (dev2 - dev^2 / n) cancels about log2(dev2 / (n var)) bits, so
+/// where the shift lies more than a standard deviation from the mean (dev^2 / n > dev2 / 2)
+/// finish takes the deviations from the mean in a second pass, as the portable code always
+/// does.
+struct LayerStats {
+  float inv_cols, eps;
+  using Fold = cpu::RowDeviationSums;
+  template <class T>
+  [[gnu::always_inline]] Fold start(const T* in, std::int64_t cols) const {
+    const std::int64_t head = cols < 16 ? cols : 16;
+    return Fold(cpu::row_sum(in, head) / static_cast<float>(head));
+  }
+  template <class T>
+  [[gnu::always_inline]] NormScale finish(const Fold& f, const T* in, std::int64_t cols) const {
+    float mean0 = f.shift_one, dev = f.deviations(), dev2 = f.squared();
+    if (dev * dev * inv_cols > 0.5f * dev2) {
+      mean0 += dev * inv_cols;
+      Fold again(mean0);
+      cpu::detail::fold_row(in, cols, again);
+      dev = again.deviations();
+      dev2 = again.squared();
+    }
+    NormScale s;
+    layernorm_statistics(mean0, dev, dev2, inv_cols, eps, s.shift, s.scale);
+    return s;
+  }
+  template <class T>
+  [[gnu::always_inline]] NormScale whole(const T* in, std::int64_t cols) const {
+    Fold f = start(in, cols);
+    cpu::detail::fold_row(in, cols, f);
+    return finish(f, in, cols);
+  }
+};
+
+/// A norm's rows on an AVX-512 or AVX2 host where the plan streams whole lines of y (x's rows
+/// contiguous), plan.rows_per_item at a time (run_plan): each row's output is streamed while
+/// the next row's statistics are folded from its lines beside it (loaded next_row_ahead bytes
+/// after their prefetch), where row by row the statistics took a pass of their own over a row
+/// already prefetched into L2 while the memory idled. The same values as row by row. Taken by
+/// 2-byte rows, as softmax_row_runs takes the next row's max: Zen 5 VM, 2 threads, the harness
+/// --quick, the two builds alternated three times, paired fractions of the roof where the
+/// memory ran slow (copy ~55 GB/s): layernorm bf16 rows of 4096 0.82-0.88 -> 0.91-0.96, 32768
+/// 0.68-0.70 -> 0.85-0.88, fp16 4096 0.81-0.86 -> 0.92-0.96, 32768 0.77-0.78 -> 0.86-0.88, rows
+/// of 768 0.91-0.93 -> 0.90-0.97; rmsnorm 2-byte within 0.05 either way (0.82-0.95). fp32 rows
+/// gained nothing when the memory ran slow and lost where it ran fast (layernorm 32768 0.73 ->
+/// 0.58, rmsnorm 0.77 -> 0.65) and stay row by row.
+template <class Exec, class X, class Y, class W, class B, class Stats>
+void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, const W& weight, const B& bias,
+                   const RowPlan& plan, const Stats& stats) {
+  const auto rows = static_cast<std::int64_t>(x.extent(0)), cols = static_cast<std::int64_t>(x.extent(1));
+  for_each_row_run<Exec>(
+      label, exec, rows,
+      [=](const std::int64_t first, const std::int64_t last, float*) {
+        NormScale s = stats.whole(&x(first, 0), cols);
+        for (std::int64_t row = first; row < last; ++row) {
+          const auto* const in = &x(row, 0);
+          if (row + 1 == last) {
+            norm_row_out(in, &y(row, 0), true, cols, s.shift, s.scale, weight, bias, RowTeam<Exec>::next_row_of(x, row));
+            break;
+          }
+          const auto* const next = &x(row + 1, 0);
+          auto fold = stats.start(next, cols);
+          const cpu::Prefetch ahead{reinterpret_cast<const char*>(next) + next_row_ahead,
+                                    static_cast<std::int64_t>(sizeof(*next))};
+          norm_row_out(in, &y(row, 0), true, cols, s.shift, s.scale, weight, bias, ahead,
+                       [&](const std::int64_t c, std::int64_t) { cpu::fold_line(next, c, fold); });
+          s = stats.finish(fold, next, cols);
+        }
+      },
+      plan);
 }
 #endif
 }  // namespace detail
@@ -224,28 +324,24 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
     detail::RegisterRows<Exec>::run("rooftop::layernorm", exec, rows, cols,
                                     detail::NormRegisterRows<false, X, Y, W, B>{x, y, weight, bias, e, inv_cols});
   } else {
+#if defined(ROOFTOP_HAS_VECTOR_ROWS)
+    if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
+      const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
+      if (sizeof(typename X::value_type) == 2 && vector_layout && plan.stream && detail::whole_line_rows(y))
+        return detail::norm_row_runs("rooftop::layernorm", exec, x, y, weight, bias, detail::run_plan(plan, exec, y),
+                                     detail::LayerStats{inv_cols, e});
+    }
+#endif
     detail::for_each_row("rooftop::layernorm", exec, rows,
                          KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
 #if defined(ROOFTOP_HAS_VECTOR_ROWS) && !defined(__CUDA_ARCH__)
                            if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
                              if (vector_layout) {
                                const auto* const in = &x(r.row, 0);
-                               // One pass over the row where it loses at most a bit: the sums of
-                               // the deviations from a shift, the mean of the first 16 values.
-                               // (dev2 - dev^2 / n) cancels about log2(dev2 / (n var)) bits, so
-                               // where the shift lies more than a standard deviation from the
-                               // mean (dev^2 / n > dev2 / 2) a second pass takes the deviations
-                               // from the mean, as the portable code below always does.
-                               const std::int64_t head = cols < 16 ? cols : 16;
-                               float mean0 = cpu::row_sum(in, head) / static_cast<float>(head);
-                               float dev, dev2, mean, rstd;
-                               cpu::row_deviation_sums(in, cols, mean0, dev, dev2);
-                               if (dev * dev * inv_cols > 0.5f * dev2) {
-                                 mean0 += dev * inv_cols;
-                                 cpu::row_deviation_sums(in, cols, mean0, dev, dev2);
-                               }
-                               detail::layernorm_statistics(mean0, dev, dev2, inv_cols, e, mean, rstd);
-                               detail::norm_row_out(r, in, y, cols, mean, rstd, weight, bias, r.next_row_of(x));
+                               const detail::NormScale s = detail::LayerStats{inv_cols, e}.whole(in, cols);
+                               auto* const out = r.vector_stream_row(y, cols);
+                               detail::norm_row_out(in, out ? out : &y(r.row, 0), out != nullptr, cols, s.shift, s.scale,
+                                                    weight, bias, r.next_row_of(x));
                                return;
                              }
                            }
@@ -321,14 +417,27 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
     detail::RegisterRows<Exec>::run("rooftop::rmsnorm", exec, rows, cols,
                                     detail::NormRegisterRows<true, X, Y, W, decltype(no_bias)>{x, y, weight, no_bias, e, inv_cols});
   } else {
+#if defined(ROOFTOP_HAS_VECTOR_ROWS)
+    if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
+      const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
+      if (sizeof(typename X::value_type) == 2 && vector_layout && plan.stream && detail::whole_line_rows(y))
+        return detail::norm_row_runs("rooftop::rmsnorm", exec, x, y, weight, no_bias, detail::run_plan(plan, exec, y),
+                                     detail::RmsStats{inv_cols, e});
+    }
+#endif
     detail::for_each_row("rooftop::rmsnorm", exec, rows,
                          KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) {
 #if defined(ROOFTOP_HAS_VECTOR_ROWS) && !defined(__CUDA_ARCH__)
                            if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
                              if (vector_layout) {
                                const auto* const in = &x(r.row, 0);
+                               // (RmsStats::whole's operations written out: through it, GCC's code
+                               // for these rows ran slower, fp32 85x768 in L2, one thread, a
+                               // scratch program: 4.6-4.8 us this way, 5.0-5.1 through it.)
                                const float rrms = 1.0f / compat::sqrt(cpu::row_sum_squares(in, cols) * inv_cols + e);
-                               detail::norm_row_out(r, in, y, cols, 0.0f, rrms, weight, no_bias, r.next_row_of(x));
+                               auto* const out = r.vector_stream_row(y, cols);
+                               detail::norm_row_out(in, out ? out : &y(r.row, 0), out != nullptr, cols, 0.0f, rrms, weight,
+                                                    no_bias, r.next_row_of(x));
                                return;
                              }
                            }

@@ -93,27 +93,16 @@ void softmax_row_vector(const Row& r, const X& x, const Y& y, const T* in, std::
   r.write(y, cols, [&](const std::int64_t c) { return e[c] * inv; }, r.next_row_of(x));
 }
 
-/// Rows per work item of softmax_row_runs, whose first row's exponentials and last row's
-/// output run alone: 256 KB of output and at least 8 rows, but no more than leave four items
-/// per thread.
-inline std::int64_t softmax_rows_per_run(std::int64_t rows, std::int64_t row_bytes, int threads) {
-  const std::int64_t wanted = std::max<std::int64_t>((262144 + row_bytes - 1) / row_bytes, 8);
-  return std::max<std::int64_t>(std::min(wanted, rows / (4 * static_cast<std::int64_t>(threads))), 1);
-}
-
-/// How far ahead of its loads softmax_row_runs prefetches the next row (bytes).
-inline constexpr std::int64_t softmax_next_row_ahead = 4096;
-
 /// Rows of a work item at once, for rows streamed as whole lines (each row of y whole lines
 /// from a line boundary, x's rows contiguous), plan.rows_per_item at a time
-/// (softmax_rows_per_run): a row's output is streamed while the next row's exponentials are
+/// (rows_per_run): a row's output is streamed while the next row's exponentials are
 /// computed (cpu::softmax_exp_sum_streaming), in two scratch rows, so the core computes while
 /// the memory takes the stores, where softmax_row_vector does one after the other. The same
 /// values. 2 threads, Zen 3 VM, 2^25 fp32 values, a scratch program alternating the builds in
 /// one process, medians of ten, two runs, GB/s: rows of 768 24.1-24.9 -> 29.6-30.6, 4096
 /// 22.9-23.2 -> 29.4-29.6, 32768 20.1-21.8 -> 26.1-29.8 (fp16 14.1-15.3 -> 14.7-15.9).
 /// 2-byte rows take the next row's max in that pass too (its loads beside the exponentials,
-/// prefetched softmax_next_row_ahead bytes ahead), where a max pass of its own left the memory
+/// prefetched next_row_ahead bytes ahead), where a max pass of its own left the memory
 /// idle: Zen 5 VM, 2 threads, the harness --quick, three alternations, GB/s: bf16 rows of 4096
 /// 46.2-46.6 -> 51.0-56.1, 32768 45.7-46.3 -> 50.8-52.5; fp16 4096 47.7-50.2 -> 53.5-55.4,
 /// 32768 45.4-48.4 -> 48.5-51.2; rows of 768 within the noise. fp32 rows ran 3-5% slower that
@@ -142,7 +131,7 @@ void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t col
             s = cpu::softmax_exp_sum(in, e, cols, arg.sub, arg.offset);
             if (next) m = cpu::softmax_max(next, cols);
           } else {
-            const cpu::Prefetch ahead = next ? cpu::Prefetch{reinterpret_cast<const char*>(next) + softmax_next_row_ahead,
+            const cpu::Prefetch ahead = next ? cpu::Prefetch{reinterpret_cast<const char*>(next) + next_row_ahead,
                                                              static_cast<std::int64_t>(sizeof(*next))}
                                              : RowTeam<Exec>::next_row_of(x, row);
             const cpu::SumAndNextMax r =
@@ -262,10 +251,7 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (cpu::has_float_lanes<std::remove_const_t<typename X::value_type>> && cpu::has_float_lanes<T>) {
       if (contiguous && plan.stream && detail::whole_line_rows(y)) {
-        auto runs = plan;
-        runs.rows_per_item = detail::softmax_rows_per_run(static_cast<std::int64_t>(y.extent(0)),
-                                                          cols * static_cast<std::int64_t>(sizeof(T)), compat::concurrency(exec));
-        detail::softmax_row_runs(exec, x, y, cols, runs);
+        detail::softmax_row_runs(exec, x, y, cols, detail::run_plan(plan, exec, y));
         return;
       }
     }

@@ -191,6 +191,64 @@ TEST_CASE_TEMPLATE("layernorm's and rmsnorm's GPU path (rows held in registers) 
   check_register_norms<T, 16>();
 }
 
+#if defined(ROOFTOP_HAS_VECTOR_ROWS)
+TEST_CASE_TEMPLATE("norm row runs (host): the next row's statistics folded beside each row's output, the same values", T,
+                   ROOFTOP_ML_DTYPES) {
+  // Large host outputs of whole-line rows go through detail::norm_row_runs; here it runs at
+  // every number of rows per work item, so that each kind of row falls first, inside and last
+  // in its run, and must give the values of the row-by-row path bit for bit. Rows 1 and 4 have
+  // outliers among their first 16 values, so layernorm's statistics take their second pass.
+  if constexpr (detail::on_host<Exec>) {
+    for (const std::int64_t cols : {64, 512, 4096}) {
+      CAPTURE(cols);
+      const std::int64_t rows = 11;
+      auto x = test::random_matrix<T>(rows, cols, -2, 3);
+      test::edit(x, [&](const auto& hx) {
+        for (std::int64_t c = 0; c < 16; ++c) hx(1, c) = hx(4, c) = T(400.0f + float(c % 3));
+      });
+      auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+      const test::Vector<T> none;
+      for (const bool rms : {false, true}) {
+        CAPTURE(rms);
+        auto norm = [&](const auto& in, const auto& out) {
+          if (rms) rooftop::rmsnorm(Exec(), in, out, 1e-6, w);
+          else rooftop::layernorm(Exec(), in, out, 1e-5, w, b);
+        };
+        auto want = test::poisoned_matrix<T>(rows, cols);
+        {
+          test::StreamingThreshold stores(SIZE_MAX);  // row by row
+          norm(x, want);
+        }
+        const auto hwant = host(want);
+        const float inv_cols = 1.0f / static_cast<float>(cols);
+        for (const std::int64_t per_item : {1, 2, 3, 4, 11}) {
+          CAPTURE(per_item);
+          detail::RowPlan plan;
+          plan.stream = true;
+          plan.rows_per_item = per_item;
+          auto y = test::poisoned_matrix<T>(rows, cols);
+          auto z = test::contiguous_copy(x, std::make_index_sequence<2>{});  // in place
+          if (rms) {
+            detail::norm_row_runs("rmsnorm", Exec(), x, y, w, none, plan, detail::RmsStats{inv_cols, 1e-6f});
+            detail::norm_row_runs("rmsnorm", Exec(), z, z, w, none, plan, detail::RmsStats{inv_cols, 1e-6f});
+          } else {
+            detail::norm_row_runs("layernorm", Exec(), x, y, w, b, plan, detail::LayerStats{inv_cols, 1e-5f});
+            detail::norm_row_runs("layernorm", Exec(), z, z, w, b, plan, detail::LayerStats{inv_cols, 1e-5f});
+          }
+          for (const auto& got : {host(y), host(z)}) {
+            std::int64_t differ = 0;
+            for (std::size_t i = 0; i < got.size(); ++i) differ += !(got[i] == hwant[i]);
+            CHECK(differ == 0);
+          }
+        }
+        check_norm<T>(normalize_rows(host(x), cols, rms ? 1e-6 : 1e-5, rms), cols, host(w), rms ? std::vector<double>{} : host(b),
+                      hwant);
+      }
+    }
+  }
+}
+#endif
+
 TEST_CASE("norms work in place; a zero row normalizes to 0") {
   for (const std::size_t threshold : test::store_thresholds) {
     CAPTURE(threshold);

@@ -20,78 +20,107 @@ namespace rooftop::cpu {
 #if defined(ROOFTOP_HAS_FLOAT_LANES)
 ROOFTOP_AVX512_WARNINGS_OFF
 namespace detail {
-/// Folds acc[k] = f(k, acc[k], v) over x[0, n) in blocks of four registers (v: a register of
-/// values, k: which of the four accumulators), then the whole registers after the last block
-/// one each into acc[0], acc[1], acc[2], then tail(c) for the elements after those; returns
-/// the four accumulators summed. (The whole registers had gone element by element through
-/// tail, among them layernorm's sixteen values for its shift: an fp16 conversion each and a
-/// chain of adds. Harness, one thread, layernorm fp16 85x768 in L2: 10.5 -> 8.6 us.) (Eight
-/// registers with AVX2, as many partials as AVX-512's four: no faster on the Zen 3 VM.)
-template <class T, class F, class Tail>
-[[gnu::always_inline]] inline Floats fold_row(const T* x, std::int64_t n, const F& f, const Tail& tail) {
-  Floats acc[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
+/// Folds the values of x[0, n) into `fold` (RowSum and the folds below): fold.add(k, v) for each
+/// register v of values in blocks of four registers (k: which of the four), then the whole
+/// registers after the last block one each as k = 0, 1, 2, then fold.add_one for the elements
+/// after those. (The whole registers had gone element by element through the tail, among them
+/// layernorm's sixteen values for its shift: an fp16 conversion each and a chain of adds.
+/// Harness, one thread, layernorm fp16 85x768 in L2: 10.5 -> 8.6 us.) (Eight registers with
+/// AVX2, as many partials as AVX-512's four: no faster on the Zen 3 VM.)
+template <class T, class Fold>
+[[gnu::always_inline]] inline void fold_row(const T* x, std::int64_t n, Fold& fold) {
   std::int64_t c = 0;
 #if defined(ROOFTOP_HAS_AVX2_LANES)
   if constexpr (std::is_same_v<T, bf16>) {  // the even and the odd elements of two runs of sixteen (load_pairs)
     for (; c + 4 * float_lanes <= n; c += 4 * float_lanes) {
       const Bf16Pairs p = load_pairs(x + c), q = load_pairs(x + c + 2 * float_lanes);
-      acc[0] = f(0, acc[0], p.even);
-      acc[1] = f(1, acc[1], p.odd);
-      acc[2] = f(2, acc[2], q.even);
-      acc[3] = f(3, acc[3], q.odd);
+      fold.add(0, p.even);
+      fold.add(1, p.odd);
+      fold.add(2, q.even);
+      fold.add(3, q.odd);
     }
   }
 #endif
   for (; c + 4 * float_lanes <= n; c += 4 * float_lanes)
-    for (int k = 0; k < 4; ++k) acc[k] = f(k, acc[k], load_floats(x + c + float_lanes * k));
-  for (int k = 0; c + float_lanes <= n; c += float_lanes, ++k) acc[k] = f(k, acc[k], load_floats(x + c));
-  for (; c < n; ++c) tail(c);
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (int k = 0; k < 4; ++k) fold.add(k, load_floats(x + c + float_lanes * k));
+  for (int k = 0; c + float_lanes <= n; c += float_lanes, ++k) fold.add(k, load_floats(x + c));
+  for (; c < n; ++c) fold.add_one(float(x[c]));
 }
 }  // namespace detail
 
+/// fold_row's steps over the 64-byte line of x from element c (c a multiple of the elements of a
+/// line): each register of values goes to the accumulator fold_row gives it, so that a row of
+/// whole lines folded a line at a time, in order, ends as fold_row leaves it, bit for bit
+/// (kernels/norm.hpp folds the next row's lines beside this row's output).
+template <class T, class Fold>
+[[gnu::always_inline]] inline void fold_line(const T* x, std::int64_t c, Fold& fold) {
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+  if constexpr (std::is_same_v<T, bf16>) {  // a line is one of fold_row's blocks of pairs
+    const Bf16Pairs p = load_pairs(x + c), q = load_pairs(x + c + 2 * float_lanes);
+    fold.add(0, p.even);
+    fold.add(1, p.odd);
+    fold.add(2, q.even);
+    fold.add(3, q.odd);
+    return;
+  }
+#endif
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t q = c; q < c + line; q += float_lanes) fold.add(static_cast<int>((q / float_lanes) % 4), load_floats(x + q));
+}
+
+/// The folds of detail::fold_row and fold_line (four registers of partials, and a float for the
+/// elements after the last whole register, combined in a fixed order): the sum of the values.
+struct RowSum {
+  Floats acc[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
+  float rest = 0.0f;
+  [[gnu::always_inline]] void add(int k, Floats v) { acc[k] = acc[k] + v; }
+  [[gnu::always_inline]] void add_one(float v) { rest += v; }
+  [[gnu::always_inline]] float sum() const { return reduce_add((acc[0] + acc[1]) + (acc[2] + acc[3])) + rest; }
+};
+/// The sum of the squares of the values.
+struct RowSumSquares {
+  Floats acc[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
+  float rest = 0.0f;
+  [[gnu::always_inline]] void add(int k, Floats v) { acc[k] = fmadd(v, v, acc[k]); }
+  [[gnu::always_inline]] void add_one(float v) { rest += v * v; }
+  [[gnu::always_inline]] float sum() const { return reduce_add((acc[0] + acc[1]) + (acc[2] + acc[3])) + rest; }
+};
+/// The sums of d = v - shift and of d^2.
+struct RowDeviationSums {
+  Floats shift, sums[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)},
+                squares[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
+  float shift_one, rest_a = 0.0f, rest_b = 0.0f;
+  explicit RowDeviationSums(float s) : shift(splat(s)), shift_one(s) {}
+  [[gnu::always_inline]] void add(int k, Floats v) {
+    const Floats d = v - shift;
+    squares[k] = fmadd(d, d, squares[k]);
+    sums[k] = sums[k] + d;
+  }
+  [[gnu::always_inline]] void add_one(float v) {
+    const float d = v - shift_one;
+    rest_a += d;
+    rest_b += d * d;
+  }
+  [[gnu::always_inline]] float deviations() const { return reduce_add((sums[0] + sums[1]) + (sums[2] + sums[3])) + rest_a; }
+  [[gnu::always_inline]] float squared() const {
+    return reduce_add((squares[0] + squares[1]) + (squares[2] + squares[3])) + rest_b;
+  }
+};
+
 /// The sum of x[0, n).
 template <class T>
-inline float row_sum(const T* x, std::int64_t n) {
-  float rest = 0.0f;
-  const Floats s = detail::fold_row(
-      x, n, [](int, Floats acc, Floats v) { return acc + v; }, [&](std::int64_t c) { rest += float(x[c]); });
-  return reduce_add(s) + rest;
+[[gnu::always_inline]] inline float row_sum(const T* x, std::int64_t n) {
+  RowSum f;
+  detail::fold_row(x, n, f);
+  return f.sum();
 }
 
 /// The sum of squares of x[0, n).
 template <class T>
-inline float row_sum_squares(const T* x, std::int64_t n) {
-  float rest = 0.0f;
-  const Floats s = detail::fold_row(
-      x, n, [](int, Floats acc, Floats v) { return fmadd(v, v, acc); },
-      [&](std::int64_t c) {
-        const float v = float(x[c]);
-        rest += v * v;
-      });
-  return reduce_add(s) + rest;
-}
-
-/// The sums of d = x[c] - shift and of d^2 over x[0, n), into a and b.
-template <class T>
-inline void row_deviation_sums(const T* x, std::int64_t n, float shift, float& a, float& b) {
-  const Floats s = splat(shift);
-  Floats squares[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
-  float rest_a = 0.0f, rest_b = 0.0f;
-  const Floats sums = detail::fold_row(
-      x, n,
-      [&](const int k, Floats acc, Floats v) {
-        const Floats d = v - s;
-        squares[k] = fmadd(d, d, squares[k]);
-        return acc + d;
-      },
-      [&](std::int64_t c) {
-        const float d = float(x[c]) - shift;
-        rest_a += d;
-        rest_b += d * d;
-      });
-  a = reduce_add(sums) + rest_a;
-  b = reduce_add((squares[0] + squares[1]) + (squares[2] + squares[3])) + rest_b;
+[[gnu::always_inline]] inline float row_sum_squares(const T* x, std::int64_t n) {
+  RowSumSquares f;
+  detail::fold_row(x, n, f);
+  return f.sum();
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
