@@ -289,6 +289,25 @@ template <class T>
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 #endif
 }
+/// max(v, m) lane by lane, m where v is NaN (vmaxps returns its second operand where either is
+/// NaN): a running max that skips NaN values.
+[[gnu::always_inline]] inline Floats max_skipping_nan(Floats v, Floats m) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  return _mm512_max_ps(v, m);
+#else
+  return _mm256_max_ps(v, m);
+#endif
+}
+/// The largest lane of v (none of them NaN).
+[[gnu::always_inline]] inline float reduce_max(Floats v) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  return _mm512_reduce_max_ps(v);
+#else
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+#endif
+}
 /// The bits of fp32 values in an integer register as wide as Floats.
 [[gnu::always_inline]] inline auto float_bits(Floats v) {
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)

@@ -108,12 +108,6 @@ namespace detail {
 [[gnu::always_inline]] inline __m256 exp2_or_zero(__m256 z) {
   return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-125.0f), _CMP_LT_OQ), exp2_in_range(z));
 }
-/// The largest lane of v (none of them NaN).
-[[gnu::always_inline]] inline float max_lane(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-}
 }  // namespace detail
 
 /// The largest of x[0, n) (fp32, bf16 or fp16, each value widened as it is loaded), skipping
@@ -126,7 +120,7 @@ inline float softmax_max(const T* x, std::int64_t n) {
   // vmaxps returns its second operand where either is NaN: the running max.
   for (; c + 32 <= n; c += 32)
     for (int k = 0; k < 4; ++k) m[k] = _mm256_max_ps(load8(x + c + 8 * k), m[k]);
-  float rest = detail::max_lane(_mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3])));
+  float rest = reduce_max(_mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3])));
   for (; c < n; ++c) {
     const float v = float(x[c]);
     rest = v > rest ? v : rest;
@@ -171,26 +165,6 @@ inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, fl
 
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
 ROOFTOP_AVX512_WARNINGS_OFF
-namespace detail {
-/// max(v, m) lane by lane, m where v is NaN (vmaxps returns its second operand where either is
-/// NaN): softmax_max's running max.
-[[gnu::always_inline]] inline Floats max_skipping_nan(Floats v, Floats m) {
-#if defined(ROOFTOP_HAS_AVX512_SOFTMAX)
-  return _mm512_max_ps(v, m);
-#else
-  return _mm256_max_ps(v, m);
-#endif
-}
-/// The largest lane of v (none of them NaN).
-[[gnu::always_inline]] inline float reduce_max(Floats v) {
-#if defined(ROOFTOP_HAS_AVX512_SOFTMAX)
-  return _mm512_reduce_max_ps(v);
-#else
-  return max_lane(v);
-#endif
-}
-}  // namespace detail
-
 /// What softmax_exp_sum_streaming returns: the sum of this row's exponentials and the max of
 /// the next row (-Inf where there is none).
 struct SumAndNextMax {
@@ -224,10 +198,10 @@ inline SumAndNextMax softmax_exp_sum_streaming(const T* x, float* e, std::int64_
             *reinterpret_cast<Floats*>(e + q) = z;
             s += z;
             std::swap(s, t);
-            if constexpr (decltype(with_next)::value) m = detail::max_skipping_nan(load_floats(next + q), m);
+            if constexpr (decltype(with_next)::value) m = max_skipping_nan(load_floats(next + q), m);
           }
         });
-    return SumAndNextMax{reduce_add(s + t), detail::reduce_max(m)};
+    return SumAndNextMax{reduce_add(s + t), reduce_max(m)};
   };
   auto with = [&](auto shifted) { return next ? pass(shifted, std::true_type{}) : pass(shifted, std::false_type{}); };
   return sub == 0.0f ? with(std::false_type{}) : with(std::true_type{});
