@@ -279,14 +279,24 @@ template <class T>
   return _mm256_fmadd_ps(a, b, c);
 #endif
 }
+#if !defined(ROOFTOP_HAS_AVX512_CONVERT)
+namespace detail {
+/// The eight lanes of v folded by op (a 128-bit _mm_add_ps or _mm_max_ps): the two halves,
+/// then pairs, then the last two (reduce_add, reduce_max with AVX2).
+template <class Op>
+[[gnu::always_inline]] inline float fold_lanes(__m256 v, const Op& op) {
+  __m128 s = op(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = op(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(op(s, _mm_movehdup_ps(s)));
+}
+}  // namespace detail
+#endif
 /// The sum of the lanes of v.
 [[gnu::always_inline]] inline float reduce_add(Floats v) {
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)
   return _mm512_reduce_add_ps(v);
 #else
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  return detail::fold_lanes(v, [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
 #endif
 }
 /// max(v, m) lane by lane, m where v is NaN (vmaxps returns its second operand where either is
@@ -303,9 +313,7 @@ template <class T>
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)
   return _mm512_reduce_max_ps(v);
 #else
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  return detail::fold_lanes(v, [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
 #endif
 }
 /// The bits of fp32 values in an integer register as wide as Floats.
