@@ -951,6 +951,18 @@ RowPlan run_plan(RowPlan plan, const Exec& exec, const Y& y) {
 /// How far ahead of its loads a row run reads the next row beside this one's output prefetches
 /// it (bytes; softmax_row_runs, norm_row_runs).
 inline constexpr std::int64_t next_row_ahead = 4096;
+/// Whether row runs over rows of T take the next row's statistics (softmax's max, the norms'
+/// sums) beside this row's streamed output, loading it there: 2-byte rows gained (their
+/// figures at softmax_row_runs and norm_row_runs); fp32 rows lost 3-5% in the slow memory
+/// phase and more in the fast one, and keep a pass of their own.
+template <class T>
+inline constexpr bool next_row_beside = sizeof(T) == 2;
+/// The prefetch of a row read beside another row's output: its lines next_row_ahead bytes
+/// ahead of the loads.
+template <class T>
+cpu::Prefetch ahead_in_row(const T* next) {
+  return {reinterpret_cast<const char*>(next) + next_row_ahead, static_cast<std::int64_t>(sizeof(T))};
+}
 
 /// Host: run(first, last, scratch) for each work item of `plan` over [0, rows), its rows
 /// [first, last) in one call, for kernels that carry work from one row to the next

@@ -288,9 +288,7 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
           }
           const auto* const next = &x(row + 1, 0);
           auto fold = stats.start(next, cols);
-          const cpu::Prefetch ahead{reinterpret_cast<const char*>(next) + next_row_ahead,
-                                    static_cast<std::int64_t>(sizeof(*next))};
-          norm_row_out(in, &y(row, 0), true, cols, s.shift, s.scale, weight, bias, ahead,
+          norm_row_out(in, &y(row, 0), true, cols, s.shift, s.scale, weight, bias, ahead_in_row(next),
                        [&](const std::int64_t c, std::int64_t) { cpu::fold_line(next, c, fold); });
           s = stats.finish(fold, next, cols);
         }
@@ -327,7 +325,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (sizeof(typename X::value_type) == 2 && vector_layout && plan.stream && detail::whole_line_rows(y))
+      if (detail::next_row_beside<typename X::value_type> && vector_layout && plan.stream && detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::layernorm", exec, x, y, weight, bias, detail::run_plan(plan, exec, y),
                                      detail::LayerStats{inv_cols, e});
     }
@@ -420,7 +418,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (sizeof(typename X::value_type) == 2 && vector_layout && plan.stream && detail::whole_line_rows(y))
+      if (detail::next_row_beside<typename X::value_type> && vector_layout && plan.stream && detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::rmsnorm", exec, x, y, weight, no_bias, detail::run_plan(plan, exec, y),
                                      detail::RmsStats{inv_cols, e});
     }

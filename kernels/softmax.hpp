@@ -119,7 +119,7 @@ void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t col
         float *prev = scratch, *e = scratch + cols;
         float scale = 0.0f;
         // 2-byte rows' maxes come from the pass before (see above); fp32 rows take their own.
-        constexpr bool next_max_beside = sizeof(typename X::value_type) == 2;
+        constexpr bool next_max_beside = next_row_beside<typename X::value_type>;
         float m = cpu::softmax_max(&x(first, 0), cols);
         for (std::int64_t row = first; row < last; ++row) {
           const auto* const in = &x(row, 0);
@@ -131,9 +131,7 @@ void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t col
             s = cpu::softmax_exp_sum(in, e, cols, arg.sub, arg.offset);
             if (next) m = cpu::softmax_max(next, cols);
           } else {
-            const cpu::Prefetch ahead = next ? cpu::Prefetch{reinterpret_cast<const char*>(next) + next_row_ahead,
-                                                             static_cast<std::int64_t>(sizeof(*next))}
-                                             : RowTeam<Exec>::next_row_of(x, row);
+            const cpu::Prefetch ahead = next ? ahead_in_row(next) : RowTeam<Exec>::next_row_of(x, row);
             const cpu::SumAndNextMax r =
                 cpu::softmax_exp_sum_streaming(in, e, cols, arg.sub, arg.offset, &y(row - 1, 0), prev, scale, next, ahead);
             s = r.sum;
