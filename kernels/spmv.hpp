@@ -219,11 +219,12 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
   // One line per row in each, ahead of the row's first entry (see SpmvShape); not for
   // 2-byte values, whose conversions bound the loop (bf16 3D Laplacian 175^3, the harness,
   // three alternations: 15.1-16.4 -> 13.5-13.9 GB/s with the prefetches; fp16 unchanged).
-  const bool prefetches = sizeof(T) >= 4;
-  const cpu::Prefetch values_ahead{prefetches ? reinterpret_cast<const char*>(values.data()) + Shape::cpu_values_ahead : nullptr,
-                                   static_cast<std::int64_t>(sizeof(T))};
-  const cpu::Prefetch col_idx_ahead{prefetches ? reinterpret_cast<const char*>(col_idx.data()) + Shape::cpu_col_idx_ahead : nullptr,
-                                    static_cast<std::int64_t>(sizeof(Index))};
+  // Known at compile time, with the element sizes: as cpu::Prefetch objects (a null test and
+  // a multiply by the element size per row each, and two more registers) the row loop ran
+  // slower (see the loop below).
+  constexpr bool prefetches = sizeof(T) >= 4;
+  constexpr std::int64_t values_ahead = Shape::cpu_values_ahead / static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t col_idx_ahead = Shape::cpu_col_idx_ahead / static_cast<std::int64_t>(sizeof(Index));
   // Csr's arrays are contiguous Views; x and y any rank-1 Views (see HostEntries).
   auto run = [&](auto unit) {
     constexpr bool contiguous = decltype(unit)::value;
@@ -239,7 +240,6 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
           // which GCC then reloaded after every row.
           const C alpha = a, beta = b;
           const bool beta_y = reads_y;
-          const cpu::Prefetch pv = values_ahead, pc = col_idx_ahead;
           const auto row_entries = entries;
           const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
           // One row at a time. A row of up to Shape::cpu_tree_entries entries (a stencil's, a
@@ -255,8 +255,10 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
           // that from run to run.
           for (std::int64_t r = blk * block; r < last; ++r) {
             const std::int64_t b0 = rp[r], e0 = rp[r + 1];
-            pv.line(b0 * pv.element_bytes);
-            pc.line(b0 * pc.element_bytes);
+            if constexpr (prefetches) {
+              cpu::prefetch_line(row_entries.values + b0 + values_ahead);
+              cpu::prefetch_line(row_entries.col_idx + b0 + col_idx_ahead);
+            }
             C sum = 0;
             if (e0 - b0 <= Shape::cpu_tree_entries) {
               sum = row_entries.sum_short_row(b0, e0 - b0);
