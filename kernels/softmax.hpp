@@ -32,7 +32,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <utility>
 
 namespace rooftop {
 
@@ -96,8 +95,8 @@ void softmax_row_vector(const Row& r, const X& x, const Y& y, const T* in, std::
 /// Rows of a work item at once, for rows streamed as whole lines (each row of y whole lines
 /// from a line boundary, x's rows contiguous), plan.rows_per_item at a time
 /// (rows_per_run): a row's output is streamed while the next row's exponentials are
-/// computed (cpu::softmax_exp_sum_streaming), in two scratch rows, so the core computes while
-/// the memory takes the stores, where softmax_row_vector does one after the other. The same
+/// computed (cpu::softmax_exp_sum_streaming), so the core computes while the memory takes the
+/// stores, where softmax_row_vector does one after the other. The same
 /// values. 2 threads, Zen 3 VM, 2^25 fp32 values, a scratch program alternating the builds in
 /// one process, medians of ten, two runs, GB/s: rows of 768 24.1-24.9 -> 29.6-30.6, 4096
 /// 22.9-23.2 -> 29.4-29.6, 32768 20.1-21.8 -> 26.1-29.8 (fp16 14.1-15.3 -> 14.7-15.9).
@@ -108,15 +107,24 @@ void softmax_row_vector(const Row& r, const X& x, const Y& y, const T* in, std::
 /// 32768 45.4-48.4 -> 48.5-51.2; rows of 768 within the noise. fp32 rows ran 3-5% slower that
 /// way (four alternations: 4096 47.6-50.4 -> 46.6-48.9, 32768 48.9-49.8 -> 46.5-48.6, with any
 /// prefetch distance from 2 to 16 KB; none at all, 39-40) and keep their max pass.
+/// Each row's exponentials go cpu::exp_row_shift floats below the row before's, over the
+/// lines of it the output has just read (still in L1), where two alternating scratch rows
+/// took the lines of the other row from L2 again to write them. One thread (what each core
+/// sustains decides the fast memory phase; README), the harness --quick, the builds
+/// alternated three times, us: fp32 rows of 4096 6986-7352 -> 6513-6781, 32768 7000-7447 ->
+/// 6484-6907, 768 5822-6598 -> 5540-6138; 2-byte rows within 2% (their exponentials bound
+/// them); two threads in a slow phase, bound by the memory, within the noise.
 template <class Exec, class X, class Y>
 void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t cols, RowPlan plan) {
   plan.stream = true;
-  plan.scratch_floats = 2 * cols;  // a whole number of lines: cols is one of y's
+  constexpr std::int64_t shift = cpu::exp_row_shift;
+  plan.scratch_floats = cols + shift * plan.rows_per_item;  // whole lines: cols is one of y's
   for_each_row_run<Exec>(
       "rooftop::softmax", exec, static_cast<std::int64_t>(y.extent(0)),
       [=](const std::int64_t first, const std::int64_t last, float* const scratch) {
-        // prev holds the exponentials of the row before (its output scaled by `scale`), e this row's.
-        float *prev = scratch, *e = scratch + cols;
+        // e holds the exponentials of the latest row (the first row's at the top of the
+        // scratch, each next row's `shift` floats lower), whose output is theirs times `scale`.
+        float* e = scratch + shift * (last - first - 1);
         float scale = 0.0f;
         // 2-byte rows' maxes come from the pass before (see above); fp32 rows take their own.
         constexpr bool next_max_beside = next_row_beside<typename X::value_type>;
@@ -132,17 +140,18 @@ void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t col
             if (next) m = cpu::softmax_max(next, cols);
           } else {
             const cpu::Prefetch ahead = next ? ahead_in_row(next) : RowTeam<Exec>::next_row_of(x, row);
+            float* const below = e - shift;
             const cpu::SumAndNextMax r =
-                cpu::softmax_exp_sum_streaming(in, e, cols, arg.sub, arg.offset, &y(row - 1, 0), prev, scale, next, ahead);
+                cpu::softmax_exp_sum_streaming(in, below, cols, arg.sub, arg.offset, &y(row - 1, 0), e, scale, next, ahead);
+            e = below;
             s = r.sum;
             m = r.next_max;
           }
           scale = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
-          std::swap(prev, e);
         }
         const cpu::Floats by = cpu::splat(scale);
         cpu::stream_vectors(&y(last - 1, 0), cols, RowTeam<Exec>::next_row_of(x, last - 1),
-                            [&](const std::int64_t c) { return cpu::load_floats(prev + c) * by; });
+                            [&](const std::int64_t c) { return cpu::load_floats(e + c) * by; });
       },
       plan);
 }

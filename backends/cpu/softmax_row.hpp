@@ -165,6 +165,10 @@ inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, fl
 
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
 ROOFTOP_AVX512_WARNINGS_OFF
+/// How far below the previous row's exponentials softmax_exp_sum_streaming may write a row's
+/// (floats): a cache line of 2-byte outputs' values.
+inline constexpr std::int64_t exp_row_shift = 32;
+
 /// What softmax_exp_sum_streaming returns: the sum of this row's exponentials and the max of
 /// the next row (-Inf where there is none).
 struct SumAndNextMax {
@@ -181,7 +185,9 @@ struct SumAndNextMax {
 /// drain while the core computes (kernels/softmax.hpp, softmax_row_runs), and the next row's
 /// reads come in meanwhile, where a max pass of their own would leave the memory idle. next
 /// null: no max (-Inf). out line-aligned, n a whole number of its lines; e and prev 64-byte
-/// aligned. The caller fences.
+/// aligned, e either apart from prev or below it by a line of out's values or more (each
+/// line's exponentials are written before that line's output is read: e = prev -
+/// exp_row_shift writes the lines just read, still in L1). The caller fences.
 template <class T, class TOut>
 inline SumAndNextMax softmax_exp_sum_streaming(const T* x, float* e, std::int64_t n, float sub, float offset, TOut* out,
                                                const float* prev, float scale, const T* next, const Prefetch& ahead) {
