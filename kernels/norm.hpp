@@ -295,6 +295,16 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
       },
       plan);
 }
+
+/// A norm's row r in the host's vector code, from its shift and scale: norm_row_out into y's
+/// row, streamed where the plan says (RowTeam::vector_stream_row).
+template <class Row, class X, class Y, class W, class B>
+[[gnu::always_inline]] inline void norm_vector_row(const Row& r, const X& x, const Y& y, NormScale s, const W& weight,
+                                                   const B& bias) {
+  const auto cols = static_cast<std::int64_t>(y.extent(1));
+  auto* const out = r.vector_stream_row(y, cols);
+  norm_row_out(&x(r.row, 0), out ? out : &y(r.row, 0), out != nullptr, cols, s.shift, s.scale, weight, bias, r.next_row_of(x));
+}
 #endif
 }  // namespace detail
 
@@ -335,11 +345,8 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
 #if defined(ROOFTOP_HAS_VECTOR_ROWS) && !defined(__CUDA_ARCH__)
                            if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
                              if (vector_layout) {
-                               const auto* const in = &x(r.row, 0);
-                               const detail::NormScale s = detail::LayerStats{inv_cols, e}.whole(in, cols);
-                               auto* const out = r.vector_stream_row(y, cols);
-                               detail::norm_row_out(in, out ? out : &y(r.row, 0), out != nullptr, cols, s.shift, s.scale,
-                                                    weight, bias, r.next_row_of(x));
+                               detail::norm_vector_row(r, x, y, detail::LayerStats{inv_cols, e}.whole(&x(r.row, 0), cols),
+                                                       weight, bias);
                                return;
                              }
                            }
@@ -433,9 +440,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
                                // for these rows ran slower, fp32 85x768 in L2, one thread, a
                                // scratch program: 4.6-4.8 us this way, 5.0-5.1 through it.)
                                const float rrms = 1.0f / compat::sqrt(cpu::row_sum_squares(in, cols) * inv_cols + e);
-                               auto* const out = r.vector_stream_row(y, cols);
-                               detail::norm_row_out(in, out ? out : &y(r.row, 0), out != nullptr, cols, 0.0f, rrms, weight,
-                                                    no_bias, r.next_row_of(x));
+                               detail::norm_vector_row(r, x, y, detail::NormScale{0.0f, rrms}, weight, no_bias);
                                return;
                              }
                            }
