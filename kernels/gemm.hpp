@@ -26,6 +26,7 @@
 /// The tile sizes are the named parameters of CpuGemmTiles, GpuGemmTiles and MatrixGemmTiles.
 #pragma once
 
+#include "../backends/cpu/gemm_block.hpp"
 #include "../backends/cuda/warp_matrix.hpp"
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
@@ -43,8 +44,12 @@ namespace rooftop {
 enum class Trans { none, transpose };
 
 /// Tile sizes of the CPU driver: a team's C tile is at most mc x nc (at least min_mc x min_nc,
-/// see cpu_gemm_tile), K advances kc at a time, and the register block is mr x nr (mr * nr /
-/// SIMD width accumulators: 12 of the 16 AVX2 registers). Chosen by measurement on a Zen 3
+/// see cpu_gemm_tile), K advances kc at a time, and the register block is mr x nr, nr two
+/// vector registers (cpu::gemm_block_columns: 12 accumulators, of AVX2's 16 registers or
+/// AVX-512's 32). With AVX-512 nr had stayed at one register (64 bytes), 6 accumulators for
+/// FMAs of latency 4 on two pipes: two registers took fp32 at n = 2048 from 0.65 of the FP32
+/// peak to 0.88 (Zen 5 VM, 2 threads, scratch program, two runs: 336 -> 455-457 GFLOP/s; fp64
+/// 149-153 -> 195). Chosen by measurement on a Zen 3
 /// core (32 KiB L1d, 512 KiB L2): packed A (mc x kc) stays in L2 and one packed B micro-panel
 /// (kc x nr) in L1, while the packed B (kc x nc) and the C tile are read from L2 or L3 once
 /// per K slice. A and B are packed once per tile and K slice, so the larger the tile, the less
@@ -55,7 +60,7 @@ enum class Trans { none, transpose };
 /// 0.74-0.88 (with A's rows prefetched, below).
 template <class Acc>
 struct CpuGemmTiles {
-  static constexpr int mr = 6, nr = 64 / static_cast<int>(sizeof(Acc)), mc = 288, nc = 512, min_mc = 96, min_nc = 128,
+  static constexpr int mr = 6, nr = cpu::gemm_block_columns<Acc>, mc = 288, nc = 512, min_mc = 96, min_nc = 128,
                        kc = 256 * 4 / static_cast<int>(sizeof(Acc));
 };
 
@@ -302,8 +307,14 @@ void gemm_cpu(const Exec& exec, const P& p) {
       }
       for (int jr = 0; jr < (nv + NR - 1) / NR; ++jr)
         for (int ir = 0; ir < (mv + MR - 1) / MR; ++ir) {
-          Acc acc[MR][NR];
           Acc* c = &cs(ir * MR * NC + jr * NR);
+#if defined(ROOFTOP_HAS_GEMM_BLOCK)
+          if constexpr (cpu::has_gemm_block<Acc, NR>) {
+            cpu::gemm_block<MR, NR>(kc, &as(ir * MR * KC), KC, &bs(jr * NR * kc), c, NC);
+            continue;
+          }
+#endif
+          Acc acc[MR][NR];
           for (int i = 0; i < MR; ++i)
             for (int j = 0; j < NR; ++j) acc[i][j] = c[i * NC + j];
           gemm_micro_kernel<MR, NR>(kc, &as(ir * MR * KC), 1, KC, &bs(jr * NR * kc), NR, acc);
