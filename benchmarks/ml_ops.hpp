@@ -237,7 +237,7 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
   {
     // A vocabulary of 32000 rows (LLaMA's): the table far exceeds the cache, so the gather
     // reads main memory; only the main-memory sweep applies.
-    constexpr std::int64_t vocab = 32000;
+    static constexpr std::int64_t vocab = 32000;
     OpSpec s = spec(
         "embedding", {768, 4096},
         [](auto tag, const Shape& s) { return embedding_cost<typename decltype(tag)::type, std::int64_t>(s[0], s[1]); },

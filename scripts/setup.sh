@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Offline, idempotent set-up of everything rooftop builds against, from Debian's archive only.
 #
-#   scripts/setup.sh [--backend openmp|serial|cuda] [--kokkos5-headers]
+#   scripts/setup.sh [--backend openmp|serial|clang|cuda] [--kokkos5-headers]
 #
 # - Debian packages (doctest, Google Benchmark, nlohmann/json, CLI11, OpenBLAS for rooftop_vs_blas) are installed if missing;
 #   for cuda also Debian 12 non-free's nvidia-cuda-toolkit (CUDA 11.8) and g++-11, its host
-#   compiler (~1.6 GB download once).
+#   compiler (~1.6 GB download once); for clang (the OpenMP backend built with Clang: the
+#   CMake preset `clang`) also Debian's clang and libomp-dev.
 # - Kokkos: if Kokkos_ROOT is set it is used as is. Otherwise Kokkos 3.4.01 is extracted from
 #   Debian 12's `trilinos` source package and built into a cache prefix outside the source tree:
 #   ${ROOFTOP_CACHE:-~/.cache/rooftop}/kokkos-3.4.01-openmp (OpenMP + Serial) or
@@ -25,13 +26,13 @@ while [ $# -gt 0 ]; do
     --backend) backend="${2,,}"; shift 2 ;;
     --backend=*) backend="${1#*=}"; backend="${backend,,}"; shift ;;
     --kokkos5-headers) want_kokkos5=1; shift ;;
-    -h|--help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$backend" in
-  openmp|serial|cuda) ;;
-  *) echo "setup.sh: unknown backend '$backend' (openmp|serial|cuda)" >&2; exit 2 ;;
+  openmp|serial|clang|cuda) ;;
+  *) echo "setup.sh: unknown backend '$backend' (openmp|serial|clang|cuda)" >&2; exit 2 ;;
 esac
 
 cache="${ROOFTOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rooftop}"
@@ -46,6 +47,7 @@ as_root() {
 
 # --- 1. Debian packages ------------------------------------------------------------------------
 packages=(cmake g++ make libbenchmark-dev doctest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev)
+[ "$backend" = clang ] && packages+=(clang libomp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
