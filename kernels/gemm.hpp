@@ -57,11 +57,15 @@ enum class Trans { none, transpose };
 /// 105 GFLOP/s, 150-163 with the packing skipped); at 288 x 512 (scratch program, GFLOP/s:
 /// 108-128 -> 125-147, five runs) it takes a fifth. `rooftop_vs_blas 2048`, builds
 /// alternated three times, ours / OpenBLAS: fp32 0.71-0.77 -> 0.83-0.91, fp64 0.65-0.73 ->
-/// 0.74-0.88 (with A's rows prefetched, below).
+/// 0.74-0.88 (with A's rows prefetched, below). kc is 1 KB of A's row (256 fp32, 128 fp64) but
+/// never more than keeps B's micro-panel (kc x nr) within 16 KB, half the L1d of the
+/// AVX-512 hosts with the smallest (Zen 4, Skylake-SP: 32 KB): with two registers per row the
+/// fp32 panel had grown to 32 KB, all of their L1d. On the Zen 5 VM (48 KB L1d), fp32 at n =
+/// 2048, 2 threads, scratch program, three alternations: kc 256 412-418, 128 408-414 GFLOP/s.
 template <class Acc>
 struct CpuGemmTiles {
   static constexpr int mr = 6, nr = cpu::gemm_block_columns<Acc>, mc = 288, nc = 512, min_mc = 96, min_nc = 128,
-                       kc = 256 * 4 / static_cast<int>(sizeof(Acc));
+                       kc = std::min(256 * 4 / static_cast<int>(sizeof(Acc)), 16384 / (nr * static_cast<int>(sizeof(Acc))));
 };
 
 /// Tile sizes of the GPU driver: TY x TX threads per team, each with an mr x nr register
