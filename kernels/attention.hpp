@@ -22,6 +22,7 @@
 /// the storage type.
 #pragma once
 
+#include "../backends/cpu/exp_vectors.hpp"
 #include "../backends/cuda/warp_mma.hpp"
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
@@ -48,9 +49,11 @@ template <class Exec>
 struct AttentionTiles {
   static constexpr bool gpu = ReductionShape<Exec, float>::gpu;
   /// Queries per team (BQ), at most: halved (down to min_queries) until the team's scratch fits
-  /// scratch_budget. CPU: a multiple of block_rows; at head_dim 64 all tiles take 165 KiB, at
-  /// 256 (BQ 24) 324 KiB, in L2.
-  static constexpr std::int64_t queries = gpu ? 32 : 96;
+  /// scratch_budget. CPU: a multiple of block_rows; at head_dim 64 all tiles take 258 KiB, at
+  /// 128 (BQ 96) 273 KiB, at 256 (BQ 48) 377 KiB, in L2. Each K and V tile is converted (K
+  /// transposed) once per query block: 192 rather than 96 queries, 1x8x4096x64 fp32, 2
+  /// threads, Zen 5 VM, scratch program, two runs: 114-116 -> 106 ms.
+  static constexpr std::int64_t queries = gpu ? 32 : 192;
   static constexpr std::int64_t min_queries = gpu ? 8 : 24;
   /// Keys per tile (BK). CPU: 128, so the per-row softmax overhead (two reductions, one exp for
   /// the rescaling) is spread over more keys (measured ~25% faster than 64).
@@ -59,18 +62,20 @@ struct AttentionTiles {
   /// row (consecutive threads on consecutive head_dim entries) hits distinct shared-memory banks.
   static constexpr std::int64_t kt_stride = gpu ? keys + 1 : keys;
   /// CPU register block of the two products: `block_rows` queries x `block_cols` keys (QK^T)
-  /// or head_dim entries (PV), i.e. 6 x 2 AVX2 accumulators (12 of the 16 registers); per step
-  /// of the shared dimension 2 row loads and 6 broadcasts feed 12 FMAs, so the FMA units, not
-  /// the loads, bound it (a 4-row block measured about 2/3 of the 6-row one's rate). BQ is a
-  /// multiple of it. GPUs: 1 x 1 (a thread per output entry).
+  /// or head_dim entries (PV), gemm's (cpu::gemm_block_columns: two registers per row, 6 x 2
+  /// accumulators, AVX-512 or AVX2); per step of the shared dimension 2 row loads and 6
+  /// broadcasts feed 12 FMAs, so the FMA units, not the loads, bound it (a 4-row block
+  /// measured about 2/3 of the 6-row one's rate). BQ is a multiple of it. GPUs: 1 x 1 (a
+  /// thread per output entry).
   static constexpr std::int64_t block_rows = gpu ? 1 : 6;
-  static constexpr std::int64_t block_cols = gpu ? 1 : 16;
+  static constexpr std::int64_t block_cols = gpu ? 1 : cpu::gemm_block_columns<float>;
   /// Scratch bytes a team may use: Kokkos 3.4's level-0 limit for CUDA (40 KiB) on GPUs
   /// (past it, from head_dim 128, the tiles go to level-1 scratch, i.e. global memory), 3/4 of
   /// a 512 KiB L2 on CPUs.
   static constexpr std::int64_t scratch_budget = gpu ? 40 * 1024 : 384 * 1024;
-  /// Independent partials of the softmax's max and sum over a tile row (two AVX2 registers).
-  static constexpr int softmax_lanes = gpu ? 1 : 16;
+  /// Independent partials of the softmax's max and sum over a tile row: on CPUs a register
+  /// block's row (two AVX-512 or AVX2 registers, two chains of operations).
+  static constexpr int softmax_lanes = gpu ? 1 : static_cast<int>(block_cols);
   /// Threads per team on GPUs (spread over queries x keys, then queries x head_dim); 1 on CPUs.
   static constexpr int threads = gpu ? 128 : 1;
 
@@ -138,9 +143,14 @@ struct AttentionTeam {
 
 /// out(i, j) = sum_c a(i, c) * b(c, j) for i in [0, rows), j in [0, cols) (rows a multiple of
 /// block_rows, cols of block_cols): row-major a with stride lda, b with ldb, out with ldo;
-/// `out_init(i, j)` is the initial value of the sum (0 or the rescaled accumulator). The
-/// CPU register block keeps Tiles::block_rows x block_cols sums in registers over the whole
-/// reduction (fixed trip counts: the compiler unrolls and vectorizes the inner two loops).
+/// `out_init(i, j)` is the initial value of the sum (0 or the rescaled accumulator; out may be
+/// what it reads). The CPU register block keeps Tiles::block_rows x block_cols sums in
+/// registers over the whole reduction: cpu::gemm_block where the host has it (the sums' initial
+/// values stored to out first), else gemm_micro_kernel (fixed trip counts: the compiler unrolls
+/// and vectorizes the inner two loops); the same operations in the same order either way.
+/// gemm_block's two AVX-512 registers per row against gemm_micro_kernel's 6 x 16 (one), the
+/// harness's attention 1x8x4096x64, 2 threads, Zen 5 VM, two alternations: 153-159 -> 129-132
+/// ms.
 template <class Tiles, class Team, class Init>
 KOKKOS_INLINE_FUNCTION void attention_product(const Team& team, std::int64_t rows, std::int64_t cols, std::int64_t inner,
                                               const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
@@ -155,6 +165,15 @@ KOKKOS_INLINE_FUNCTION void attention_product(const Team& team, std::int64_t row
     constexpr std::int64_t R = Tiles::block_rows, C = Tiles::block_cols;
     for (std::int64_t i0 = 0; i0 < rows; i0 += R)
       for (std::int64_t j0 = 0; j0 < cols; j0 += C) {
+#if defined(ROOFTOP_HAS_GEMM_BLOCK)
+        if constexpr (cpu::has_gemm_block<float, C>) {
+          float* const block = out + i0 * ldo + j0;
+          for (std::int64_t r = 0; r < R; ++r)
+            for (std::int64_t j = 0; j < C; ++j) block[r * ldo + j] = out_init(i0 + r, j0 + j);
+          cpu::gemm_block<R, C>(inner, a + i0 * lda, lda, b + j0, ldb, block, ldo);
+          continue;
+        }
+#endif
         float sum[R][C];
         for (std::int64_t r = 0; r < R; ++r)
           for (std::int64_t j = 0; j < C; ++j) sum[r][j] = out_init(i0 + r, j0 + j);
@@ -163,6 +182,78 @@ KOKKOS_INLINE_FUNCTION void attention_product(const Team& team, std::int64_t row
           for (std::int64_t j = 0; j < C; ++j) out[(i0 + r) * ldo + j0 + j] = sum[r][j];
       }
   }
+}
+
+/// The largest of s[0, keys) (keys a multiple of lanes), NaN if any is: `lanes` partials, part[k]
+/// the NanMax of s[k], s[k + lanes], ... in turn, combined pairwise (combine_lanes).
+template <int lanes>
+KOKKOS_INLINE_FUNCTION float attention_row_max(const float* s, int keys) {
+  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+#if defined(ROOFTOP_HAS_EXP_LANES)
+  // On AVX-512 and AVX2 hosts the partials in registers, folded in registers (see
+  // attention_row_exp_sum).
+  if constexpr (lanes % cpu::float_lanes == 0) {
+    constexpr int R = lanes / static_cast<int>(cpu::float_lanes);
+    const auto nan_max = [](const auto a, const auto b) { return (a != a) | (a > b) ? a : b; };
+    cpu::Floats p[R];
+    for (int r = 0; r < R; ++r) p[r] = cpu::splat(minus_inf);
+    for (int j = 0; j < keys; j += lanes)
+      for (int r = 0; r < R; ++r) p[r] = nan_max(p[r], cpu::load_floats(s + j + r * cpu::float_lanes));
+    for (int width = R / 2; width > 0; width /= 2)
+      for (int r = 0; r < width; ++r) p[r] = nan_max(p[r], p[r + width]);
+    return cpu::fold_lanes(p[0], nan_max);
+  }
+#endif
+  float part[lanes];
+  for (int k = 0; k < lanes; ++k) part[k] = minus_inf;
+  for (int j = 0; j < keys; j += lanes) {
+    ROOFTOP_SIMD
+    for (int k = 0; k < lanes; ++k) part[k] = NanMax{}(part[k], s[j + k]);
+  }
+  return combine_lanes(part, NanMax{});
+}
+
+/// s[j] = exp(s[j] - sub) for j in [0, keys) (keys a multiple of lanes), returning their sum:
+/// `lanes` partials, part[k] the sum of the new s[k], s[k + lanes], ... in turn, combined
+/// pairwise (combine_lanes).
+template <int lanes>
+KOKKOS_INLINE_FUNCTION float attention_row_exp_sum(float* s, int keys, float sub) {
+#if defined(ROOFTOP_HAS_EXP_LANES)
+  // On AVX-512 and AVX2 hosts the partials in registers, folded in registers (cpu::fold_lanes),
+  // and math::exp in lanes (cpu::exp): the same operations in the same order, so the same
+  // values as the portable loops, where GCC kept the partials in memory and combined them in
+  // vectorized loops behind runtime checks and branches. attention_softmax_row over a row of
+  // 128 scores in L1, one thread, Zen 5 VM, scratch program: 168-176 TSC cycles with 16
+  // partials, 207 with 32, 114 this way; attention 1x8x4096x64 fp32, 2 threads: 128 -> 114
+  // ms (the products alone, softmax skipped: 80).
+  if constexpr (lanes % cpu::float_lanes == 0) {
+    constexpr int R = lanes / static_cast<int>(cpu::float_lanes);
+    const auto plus = [](const auto a, const auto b) { return a + b; };
+    const cpu::Floats minus = cpu::splat(sub);
+    cpu::Floats p[R];
+    for (int r = 0; r < R; ++r) p[r] = cpu::splat(0.0f);
+    for (int j = 0; j < keys; j += lanes)
+      for (int r = 0; r < R; ++r) {
+        const cpu::Floats e = cpu::exp(cpu::load_floats(s + j + r * cpu::float_lanes) - minus);
+        __builtin_memcpy(s + j + r * cpu::float_lanes, &e, sizeof e);
+        p[r] += e;
+      }
+    for (int width = R / 2; width > 0; width /= 2)
+      for (int r = 0; r < width; ++r) p[r] = plus(p[r], p[r + width]);
+    return cpu::fold_lanes(p[0], plus);
+  }
+#endif
+  float part[lanes];
+  for (int k = 0; k < lanes; ++k) part[k] = 0.0f;
+  for (int j = 0; j < keys; j += lanes) {
+    ROOFTOP_SIMD
+    for (int k = 0; k < lanes; ++k) {
+      const float p = math::exp(s[j + k] - sub);
+      s[j + k] = p;
+      part[k] += p;
+    }
+  }
+  return combine_lanes(part, Plus{});
 }
 
 /// Online-softmax update of one query row with a tile's scores s[0, keys) of which the first
@@ -174,31 +265,12 @@ template <int lanes>
 KOKKOS_INLINE_FUNCTION float attention_softmax_row(float* s, int keys, int visible, float& m, float& l) {
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
   for (int j = visible; j < keys; ++j) s[j] = minus_inf;  // masked: exp gives exactly 0
-  float part[lanes];
-  for (int k = 0; k < lanes; ++k) part[k] = minus_inf;
-  for (int j = 0; j < keys; j += lanes) {
-    ROOFTOP_SIMD
-    for (int k = 0; k < lanes; ++k) part[k] = NanMax{}(part[k], s[j + k]);
-  }
-  for (int width = lanes / 2; width > 0; width /= 2)
-    for (int k = 0; k < width; ++k) part[k] = NanMax{}(part[k], part[k + width]);
-  const float m_new = NanMax{}(m, part[0]);
+  const float m_new = NanMax{}(m, attention_row_max<lanes>(s, keys));
   // No visible key yet (m_new = -Inf): subtract 0 instead, so every exponent is -Inf (p = 0,
   // alpha = 0 on an accumulator of 0) rather than -Inf - -Inf = NaN.
   const float m_safe = math::select(m_new == minus_inf, 0.0f, m_new);
   const float alpha = math::exp(m - m_safe);
-  for (int k = 0; k < lanes; ++k) part[k] = 0.0f;
-  for (int j = 0; j < keys; j += lanes) {
-    ROOFTOP_SIMD
-    for (int k = 0; k < lanes; ++k) {
-      const float p = math::exp(s[j + k] - m_safe);
-      s[j + k] = p;
-      part[k] += p;
-    }
-  }
-  for (int width = lanes / 2; width > 0; width /= 2)
-    for (int k = 0; k < width; ++k) part[k] += part[k + width];
-  l = compat::fma(l, alpha, part[0]);
+  l = compat::fma(l, alpha, attention_row_exp_sum<lanes>(s, keys, m_safe));
   m = m_new;
   return alpha;
 }

@@ -37,6 +37,22 @@ ROOFTOP_AVX512_WARNINGS_OFF
   p = fmadd(p, r, splat(C::c1));
   return fmadd(p, r, splat(C::c0));
 }
+
+/// math::exp in lanes (AVX-512 or AVX2): its operations in the same order, written in GCC's
+/// vector extensions (arithmetic, comparisons and ?: on whole registers), so the same values
+/// bit for bit.
+[[gnu::always_inline]] inline Floats exp(Floats x) {
+  using Bits = std::uint32_t __attribute__((vector_size(sizeof(Floats))));
+  using C = math::detail::ExpConstants;
+  const Floats magic = splat(math::detail::round_magic);
+  const Floats t = fmadd(x, splat(math::log2e), magic);
+  const Floats n = t - magic;
+  Floats r = fmadd(n, splat(C::minus_ln2_hi), x);
+  r = fmadd(n, splat(C::minus_ln2_lo), r);
+  const Floats pow2 = reinterpret_cast<Floats>((reinterpret_cast<Bits>(t - splat(1.0f)) << 23) + 0x3f800000u);
+  const Floats y = (splat(2.0f) * exp2_poly(r * splat(math::log2e))) * pow2;
+  return x < splat(C::flush_below) ? splat(0.0f) : (x > splat(C::overflow_above) ? splat(std::numeric_limits<float>::infinity()) : y);
+}
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
