@@ -92,8 +92,8 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
                                     });
     }
   }
-  using T = typename X::non_const_value_type;
 #if defined(ROOFTOP_HAS_BITS_MAX)
+  using T = typename X::non_const_value_type;
   if constexpr (detail::on_host<Exec> && sizeof(T) == 2) {
     // Contiguous bf16/fp16 on an AVX-512BW or AVX2 host: each work item's block compared on
     // its bits (cpu::max_of_bits), nothing widened. Against blocks of 256 widened into L1 and

@@ -252,10 +252,10 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
     // and 2-byte rows under 4 KB had lost too; with the vector rows as they are now, the Zen 5
     // VM (AVX-512; 2 threads, --quick, alternations with rows from 4 KB, GB/s) gains at 768:
     // fp32 30-48 -> 42-50 (four alternations), bf16 33-43 -> 47-52, fp16 35-44 -> 49-57 (three).
-    using T = typename Y::value_type;
     const bool contiguous = cols == 1 || x.stride(1) == 1;
     const auto plan = detail::plan_vector_rows<Exec, false>(y, contiguous, cols);
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
+    using T = typename Y::value_type;
     if constexpr (cpu::has_float_lanes<std::remove_const_t<typename X::value_type>> && cpu::has_float_lanes<T>) {
       if (contiguous && plan.stream && detail::whole_line_rows(y)) {
         detail::softmax_row_runs(exec, x, y, cols, detail::run_plan(plan, exec, y));
