@@ -220,21 +220,23 @@ template <int lanes>
 KOKKOS_INLINE_FUNCTION float attention_row_exp_sum(float* s, int keys, float sub) {
 #if defined(ROOFTOP_HAS_EXP_LANES)
   // On AVX-512 and AVX2 hosts the partials in registers, folded in registers (cpu::fold_lanes),
-  // and math::exp in lanes (cpu::exp): the same operations in the same order, so the same
-  // values as the portable loops, where GCC kept the partials in memory and combined them in
-  // vectorized loops behind runtime checks and branches. attention_softmax_row over a row of
-  // 128 scores in L1, one thread, Zen 5 VM, scratch program: 168-176 TSC cycles with 16
-  // partials, 207 with 32, 114 this way; attention 1x8x4096x64 fp32, 2 threads: 128 -> 114
-  // ms (the products alone, softmax skipped: 80).
+  // the same additions in the same order as the portable loops below, where GCC kept the
+  // partials in memory and combined them in vectorized loops behind runtime checks and
+  // branches; each exponential as 2^((s - sub) log2 e) (cpu::exp2_or_zero, as softmax's rows
+  // take theirs), within a few ulp of math::exp's. attention_softmax_row over a row of 128
+  // scores in L1, one thread, Zen 5 VM, scratch program, TSC cycles: 168-176 with 16
+  // partials, 207 with 32; 114 with the partials in registers and math::exp in lanes, 98 this
+  // way. Attention 1x8x4096x64 fp32, 2 threads: 128 -> 114 -> 101-103 ms (the products
+  // alone, softmax skipped: 80).
   if constexpr (lanes % cpu::float_lanes == 0) {
     constexpr int R = lanes / static_cast<int>(cpu::float_lanes);
     const auto plus = [](const auto a, const auto b) { return a + b; };
-    const cpu::Floats minus = cpu::splat(sub);
+    const cpu::Floats minus = cpu::splat(sub), log2e = cpu::splat(math::log2e);
     cpu::Floats p[R];
     for (int r = 0; r < R; ++r) p[r] = cpu::splat(0.0f);
     for (int j = 0; j < keys; j += lanes)
       for (int r = 0; r < R; ++r) {
-        const cpu::Floats e = cpu::exp(cpu::load_floats(s + j + r * cpu::float_lanes) - minus);
+        const cpu::Floats e = cpu::exp2_or_zero((cpu::load_floats(s + j + r * cpu::float_lanes) - minus) * log2e);
         __builtin_memcpy(s + j + r * cpu::float_lanes, &e, sizeof e);
         p[r] += e;
       }

@@ -37,22 +37,6 @@ ROOFTOP_AVX512_WARNINGS_OFF
   p = fmadd(p, r, splat(C::c1));
   return fmadd(p, r, splat(C::c0));
 }
-
-/// math::exp in lanes (AVX-512 or AVX2): its operations in the same order, written in GCC's
-/// vector extensions (arithmetic, comparisons and ?: on whole registers), so the same values
-/// bit for bit.
-[[gnu::always_inline]] inline Floats exp(Floats x) {
-  using Bits = std::uint32_t __attribute__((vector_size(sizeof(Floats))));
-  using C = math::detail::ExpConstants;
-  const Floats magic = splat(math::detail::round_magic);
-  const Floats t = fmadd(x, splat(math::log2e), magic);
-  const Floats n = t - magic;
-  Floats r = fmadd(n, splat(C::minus_ln2_hi), x);
-  r = fmadd(n, splat(C::minus_ln2_lo), r);
-  const Floats pow2 = reinterpret_cast<Floats>((reinterpret_cast<Bits>(t - splat(1.0f)) << 23) + 0x3f800000u);
-  const Floats y = (splat(2.0f) * exp2_poly(r * splat(math::log2e))) * pow2;
-  return x < splat(C::flush_below) ? splat(0.0f) : (x > splat(C::overflow_above) ? splat(std::numeric_limits<float>::infinity()) : y);
-}
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
@@ -112,6 +96,22 @@ template <int U>
     const __m256 gated = _mm256_div_ps(x[u], _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(p[u], pow2n)));
     x[u] = _mm256_andnot_ps(_mm256_cmp_ps(z[u], _mm256_set1_ps(127.0f), _CMP_GT_OQ), gated);
   }
+}
+#endif
+
+#if defined(ROOFTOP_HAS_EXP_VECTORS)
+ROOFTOP_AVX512_WARNINGS_OFF
+/// 2^z, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's values.
+[[gnu::always_inline]] inline __m512 exp2_or_zero(__m512 z) {
+  const __mmask16 in_range = _mm512_cmp_ps_mask(z, _mm512_set1_ps(-125.0f), _CMP_NLT_UQ);
+  const Exp2Parts e = exp2_parts(z);
+  return _mm512_maskz_scalef_ps(in_range, e.p, e.n);
+}
+ROOFTOP_AVX512_WARNINGS_ON
+#elif defined(ROOFTOP_HAS_EXP_LANES)
+/// 2^z, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's values.
+[[gnu::always_inline]] inline __m256 exp2_or_zero(__m256 z) {
+  return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-125.0f), _CMP_LT_OQ), exp2_in_range(z));
 }
 #endif
 

@@ -30,13 +30,6 @@ namespace rooftop::cpu {
 #if defined(ROOFTOP_HAS_AVX512_SOFTMAX)
 ROOFTOP_AVX512_WARNINGS_OFF
 namespace detail {
-/// 2^z, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_in_range's values.
-[[gnu::always_inline]] inline __m512 exp2_or_zero(__m512 z) {
-  const __mmask16 in_range = _mm512_cmp_ps_mask(z, _mm512_set1_ps(-125.0f), _CMP_NLT_UQ);
-  const Exp2Parts e = exp2_parts(z);
-  return _mm512_maskz_scalef_ps(in_range, e.p, e.n);
-}
-
 /// The first `count` (1 to 16) values of T at p as floats, zeros after: a masked load of fp32,
 /// 2-byte values widened one by one into a buffer (the tail of a row).
 template <class T>
@@ -76,7 +69,7 @@ inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, fl
   const __m512 log2e = _mm512_set1_ps(math::log2e), minus_offset = _mm512_set1_ps(-offset), shift = _mm512_set1_ps(sub);
   auto pass = [&](auto shifted) {
     auto exp_of = [&](const __m512 v) {
-      return detail::exp2_or_zero(_mm512_fmadd_ps(decltype(shifted)::value ? _mm512_sub_ps(v, shift) : v, log2e, minus_offset));
+      return exp2_or_zero(_mm512_fmadd_ps(decltype(shifted)::value ? _mm512_sub_ps(v, shift) : v, log2e, minus_offset));
     };
     __m512 s[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     std::int64_t c = 0;
@@ -103,12 +96,6 @@ ROOFTOP_AVX512_WARNINGS_ON
 #define ROOFTOP_HAS_VECTOR_SOFTMAX 1
 /// The same passes in eight lanes on AVX2 hosts; the elements after the last whole register
 /// (or block) go through a zero-padded register too, so every exponential is the vector one.
-namespace detail {
-/// 2^z, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_in_range's values.
-[[gnu::always_inline]] inline __m256 exp2_or_zero(__m256 z) {
-  return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-125.0f), _CMP_LT_OQ), exp2_in_range(z));
-}
-}  // namespace detail
 
 /// The largest of x[0, n) (fp32, bf16 or fp16, each value widened as it is loaded), skipping
 /// NaN entries (as softmax's detail::Max does); -Inf for an empty or all -Inf row.
@@ -135,7 +122,7 @@ inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, fl
   const __m256 log2e = _mm256_set1_ps(math::log2e), minus_offset = _mm256_set1_ps(-offset), shift = _mm256_set1_ps(sub);
   auto pass = [&](auto shifted) {
     auto exp_of = [&](const __m256 v) {
-      return detail::exp2_or_zero(_mm256_fmadd_ps(decltype(shifted)::value ? _mm256_sub_ps(v, shift) : v, log2e, minus_offset));
+      return exp2_or_zero(_mm256_fmadd_ps(decltype(shifted)::value ? _mm256_sub_ps(v, shift) : v, log2e, minus_offset));
     };
     __m256 s[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     std::int64_t c = 0;
@@ -200,7 +187,7 @@ inline SumAndNextMax softmax_exp_sum_streaming(const T* x, float* e, std::int64_
         [&](const std::int64_t c, const std::int64_t count) {
           for (std::int64_t q = c; q < c + count; q += float_lanes) {
             const Floats v = load_floats(x + q);
-            const Floats z = detail::exp2_or_zero(fmadd(decltype(shifted)::value ? v - shift : v, log2e, minus_offset));
+            const Floats z = exp2_or_zero(fmadd(decltype(shifted)::value ? v - shift : v, log2e, minus_offset));
             *reinterpret_cast<Floats*>(e + q) = z;
             s += z;
             std::swap(s, t);
