@@ -19,7 +19,9 @@
 /// in fp32. head_dim at most attention_max_head_dim. Views are LayoutRight (head_dim
 /// contiguous). On GPUs bf16 and fp16 at head_dim 64 or 128 run on the matrix units (tensor
 /// cores: detail::attention_matrix_units), which multiply V by the probabilities rounded to
-/// the storage type.
+/// the storage type. On AVX-512 and AVX2 hosts, head_dim up to 128, the scores are formed
+/// transposed and the softmax runs a register of queries at a time
+/// (detail::attention_host_columns).
 #pragma once
 
 #include "../backends/cpu/exp_vectors.hpp"
@@ -49,11 +51,9 @@ template <class Exec>
 struct AttentionTiles {
   static constexpr bool gpu = ReductionShape<Exec, float>::gpu;
   /// Queries per team (BQ), at most: halved (down to min_queries) until the team's scratch fits
-  /// scratch_budget. CPU: a multiple of block_rows; at head_dim 64 all tiles take 258 KiB, at
-  /// 128 (BQ 96) 273 KiB, at 256 (BQ 48) 377 KiB, in L2. Each K and V tile is converted (K
-  /// transposed) once per query block: 192 rather than 96 queries, 1x8x4096x64 fp32, 2
-  /// threads, Zen 5 VM, scratch program, two runs: 114-116 -> 106 ms.
-  static constexpr std::int64_t queries = gpu ? 32 : 192;
+  /// scratch_budget. CPU: a multiple of block_rows; at head_dim 64 all tiles take 165 KiB, at
+  /// 256 (BQ 24) 324 KiB, in L2.
+  static constexpr std::int64_t queries = gpu ? 32 : 96;
   static constexpr std::int64_t min_queries = gpu ? 8 : 24;
   /// Keys per tile (BK). CPU: 128, so the per-row softmax overhead (two reductions, one exp for
   /// the rescaling) is spread over more keys (measured ~25% faster than 64).
@@ -62,20 +62,18 @@ struct AttentionTiles {
   /// row (consecutive threads on consecutive head_dim entries) hits distinct shared-memory banks.
   static constexpr std::int64_t kt_stride = gpu ? keys + 1 : keys;
   /// CPU register block of the two products: `block_rows` queries x `block_cols` keys (QK^T)
-  /// or head_dim entries (PV), gemm's (cpu::gemm_block_columns: two registers per row, 6 x 2
-  /// accumulators, AVX-512 or AVX2); per step of the shared dimension 2 row loads and 6
-  /// broadcasts feed 12 FMAs, so the FMA units, not the loads, bound it (a 4-row block
-  /// measured about 2/3 of the 6-row one's rate). BQ is a multiple of it. GPUs: 1 x 1 (a
-  /// thread per output entry).
+  /// or head_dim entries (PV), i.e. 6 x 2 AVX2 accumulators (12 of the 16 registers); per step
+  /// of the shared dimension 2 row loads and 6 broadcasts feed 12 FMAs, so the FMA units, not
+  /// the loads, bound it (a 4-row block measured about 2/3 of the 6-row one's rate). BQ is a
+  /// multiple of it. GPUs: 1 x 1 (a thread per output entry).
   static constexpr std::int64_t block_rows = gpu ? 1 : 6;
-  static constexpr std::int64_t block_cols = gpu ? 1 : cpu::gemm_block_columns<float>;
+  static constexpr std::int64_t block_cols = gpu ? 1 : 16;
   /// Scratch bytes a team may use: Kokkos 3.4's level-0 limit for CUDA (40 KiB) on GPUs
   /// (past it, from head_dim 128, the tiles go to level-1 scratch, i.e. global memory), 3/4 of
   /// a 512 KiB L2 on CPUs.
   static constexpr std::int64_t scratch_budget = gpu ? 40 * 1024 : 384 * 1024;
-  /// Independent partials of the softmax's max and sum over a tile row: on CPUs a register
-  /// block's row (two AVX-512 or AVX2 registers, two chains of operations).
-  static constexpr int softmax_lanes = gpu ? 1 : static_cast<int>(block_cols);
+  /// Independent partials of the softmax's max and sum over a tile row (two AVX2 registers).
+  static constexpr int softmax_lanes = gpu ? 1 : 16;
   /// Threads per team on GPUs (spread over queries x keys, then queries x head_dim); 1 on CPUs.
   static constexpr int threads = gpu ? 128 : 1;
 
@@ -143,14 +141,9 @@ struct AttentionTeam {
 
 /// out(i, j) = sum_c a(i, c) * b(c, j) for i in [0, rows), j in [0, cols) (rows a multiple of
 /// block_rows, cols of block_cols): row-major a with stride lda, b with ldb, out with ldo;
-/// `out_init(i, j)` is the initial value of the sum (0 or the rescaled accumulator; out may be
-/// what it reads). The CPU register block keeps Tiles::block_rows x block_cols sums in
-/// registers over the whole reduction: cpu::gemm_block where the host has it (the sums' initial
-/// values stored to out first), else gemm_micro_kernel (fixed trip counts: the compiler unrolls
-/// and vectorizes the inner two loops); the same operations in the same order either way.
-/// gemm_block's two AVX-512 registers per row against gemm_micro_kernel's 6 x 16 (one), the
-/// harness's attention 1x8x4096x64, 2 threads, Zen 5 VM, two alternations: 153-159 -> 129-132
-/// ms.
+/// `out_init(i, j)` is the initial value of the sum (0 or the rescaled accumulator). The
+/// CPU register block keeps Tiles::block_rows x block_cols sums in registers over the whole
+/// reduction (fixed trip counts: the compiler unrolls and vectorizes the inner two loops).
 template <class Tiles, class Team, class Init>
 KOKKOS_INLINE_FUNCTION void attention_product(const Team& team, std::int64_t rows, std::int64_t cols, std::int64_t inner,
                                               const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
@@ -165,15 +158,6 @@ KOKKOS_INLINE_FUNCTION void attention_product(const Team& team, std::int64_t row
     constexpr std::int64_t R = Tiles::block_rows, C = Tiles::block_cols;
     for (std::int64_t i0 = 0; i0 < rows; i0 += R)
       for (std::int64_t j0 = 0; j0 < cols; j0 += C) {
-#if defined(ROOFTOP_HAS_GEMM_BLOCK)
-        if constexpr (cpu::has_gemm_block<float, C>) {
-          float* const block = out + i0 * ldo + j0;
-          for (std::int64_t r = 0; r < R; ++r)
-            for (std::int64_t j = 0; j < C; ++j) block[r * ldo + j] = out_init(i0 + r, j0 + j);
-          cpu::gemm_block<R, C>(inner, a + i0 * lda, lda, b + j0, ldb, block, ldo);
-          continue;
-        }
-#endif
         float sum[R][C];
         for (std::int64_t r = 0; r < R; ++r)
           for (std::int64_t j = 0; j < C; ++j) sum[r][j] = out_init(i0 + r, j0 + j);
@@ -182,80 +166,6 @@ KOKKOS_INLINE_FUNCTION void attention_product(const Team& team, std::int64_t row
           for (std::int64_t j = 0; j < C; ++j) out[(i0 + r) * ldo + j0 + j] = sum[r][j];
       }
   }
-}
-
-/// The largest of s[0, keys) (keys a multiple of lanes), NaN if any is: `lanes` partials, part[k]
-/// the NanMax of s[k], s[k + lanes], ... in turn, combined pairwise (combine_lanes).
-template <int lanes>
-KOKKOS_INLINE_FUNCTION float attention_row_max(const float* s, int keys) {
-  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
-#if defined(ROOFTOP_HAS_EXP_LANES)
-  // On AVX-512 and AVX2 hosts the partials in registers, folded in registers (see
-  // attention_row_exp_sum).
-  if constexpr (lanes % cpu::float_lanes == 0) {
-    constexpr int R = lanes / static_cast<int>(cpu::float_lanes);
-    const auto nan_max = [](const auto a, const auto b) { return (a != a) | (a > b) ? a : b; };
-    cpu::Floats p[R];
-    for (int r = 0; r < R; ++r) p[r] = cpu::splat(minus_inf);
-    for (int j = 0; j < keys; j += lanes)
-      for (int r = 0; r < R; ++r) p[r] = nan_max(p[r], cpu::load_floats(s + j + r * cpu::float_lanes));
-    for (int width = R / 2; width > 0; width /= 2)
-      for (int r = 0; r < width; ++r) p[r] = nan_max(p[r], p[r + width]);
-    return cpu::fold_lanes(p[0], nan_max);
-  }
-#endif
-  float part[lanes];
-  for (int k = 0; k < lanes; ++k) part[k] = minus_inf;
-  for (int j = 0; j < keys; j += lanes) {
-    ROOFTOP_SIMD
-    for (int k = 0; k < lanes; ++k) part[k] = NanMax{}(part[k], s[j + k]);
-  }
-  return combine_lanes(part, NanMax{});
-}
-
-/// s[j] = exp(s[j] - sub) for j in [0, keys) (keys a multiple of lanes), returning their sum:
-/// `lanes` partials, part[k] the sum of the new s[k], s[k + lanes], ... in turn, combined
-/// pairwise (combine_lanes).
-template <int lanes>
-KOKKOS_INLINE_FUNCTION float attention_row_exp_sum(float* s, int keys, float sub) {
-#if defined(ROOFTOP_HAS_EXP_LANES)
-  // On AVX-512 and AVX2 hosts the partials in registers, folded in registers (cpu::fold_lanes),
-  // the same additions in the same order as the portable loops below, where GCC kept the
-  // partials in memory and combined them in vectorized loops behind runtime checks and
-  // branches; each exponential as 2^((s - sub) log2 e) (cpu::exp2_or_zero, as softmax's rows
-  // take theirs), within a few ulp of math::exp's. attention_softmax_row over a row of 128
-  // scores in L1, one thread, Zen 5 VM, scratch program, TSC cycles: 168-176 with 16
-  // partials, 207 with 32; 114 with the partials in registers and math::exp in lanes, 98 this
-  // way. Attention 1x8x4096x64 fp32, 2 threads: 128 -> 114 -> 101-103 ms (the products
-  // alone, softmax skipped: 80).
-  if constexpr (lanes % cpu::float_lanes == 0) {
-    constexpr int R = lanes / static_cast<int>(cpu::float_lanes);
-    const auto plus = [](const auto a, const auto b) { return a + b; };
-    const cpu::Floats minus = cpu::splat(sub), log2e = cpu::splat(math::log2e);
-    cpu::Floats p[R];
-    for (int r = 0; r < R; ++r) p[r] = cpu::splat(0.0f);
-    for (int j = 0; j < keys; j += lanes)
-      for (int r = 0; r < R; ++r) {
-        const cpu::Floats e = cpu::exp2_or_zero((cpu::load_floats(s + j + r * cpu::float_lanes) - minus) * log2e);
-        __builtin_memcpy(s + j + r * cpu::float_lanes, &e, sizeof e);
-        p[r] += e;
-      }
-    for (int width = R / 2; width > 0; width /= 2)
-      for (int r = 0; r < width; ++r) p[r] = plus(p[r], p[r + width]);
-    return cpu::fold_lanes(p[0], plus);
-  }
-#endif
-  float part[lanes];
-  for (int k = 0; k < lanes; ++k) part[k] = 0.0f;
-  for (int j = 0; j < keys; j += lanes) {
-    ROOFTOP_SIMD
-    for (int k = 0; k < lanes; ++k) {
-      const float p = math::exp(s[j + k] - sub);
-      s[j + k] = p;
-      part[k] += p;
-    }
-  }
-  return combine_lanes(part, Plus{});
 }
 
 /// Online-softmax update of one query row with a tile's scores s[0, keys) of which the first
@@ -267,12 +177,31 @@ template <int lanes>
 KOKKOS_INLINE_FUNCTION float attention_softmax_row(float* s, int keys, int visible, float& m, float& l) {
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
   for (int j = visible; j < keys; ++j) s[j] = minus_inf;  // masked: exp gives exactly 0
-  const float m_new = NanMax{}(m, attention_row_max<lanes>(s, keys));
+  float part[lanes];
+  for (int k = 0; k < lanes; ++k) part[k] = minus_inf;
+  for (int j = 0; j < keys; j += lanes) {
+    ROOFTOP_SIMD
+    for (int k = 0; k < lanes; ++k) part[k] = NanMax{}(part[k], s[j + k]);
+  }
+  for (int width = lanes / 2; width > 0; width /= 2)
+    for (int k = 0; k < width; ++k) part[k] = NanMax{}(part[k], part[k + width]);
+  const float m_new = NanMax{}(m, part[0]);
   // No visible key yet (m_new = -Inf): subtract 0 instead, so every exponent is -Inf (p = 0,
   // alpha = 0 on an accumulator of 0) rather than -Inf - -Inf = NaN.
   const float m_safe = math::select(m_new == minus_inf, 0.0f, m_new);
   const float alpha = math::exp(m - m_safe);
-  l = compat::fma(l, alpha, attention_row_exp_sum<lanes>(s, keys, m_safe));
+  for (int k = 0; k < lanes; ++k) part[k] = 0.0f;
+  for (int j = 0; j < keys; j += lanes) {
+    ROOFTOP_SIMD
+    for (int k = 0; k < lanes; ++k) {
+      const float p = math::exp(s[j + k] - m_safe);
+      s[j + k] = p;
+      part[k] += p;
+    }
+  }
+  for (int width = lanes / 2; width > 0; width /= 2)
+    for (int k = 0; k < width; ++k) part[k] += part[k + width];
+  l = compat::fma(l, alpha, part[0]);
   m = m_new;
   return alpha;
 }
@@ -507,6 +436,193 @@ constexpr bool attention_uses_matrix_units(std::int64_t head_dim) {
   return gemm_uses_matrix_units<Exec, T, T> && (head_dim == 64 || head_dim == 128);
 }
 
+#if defined(ROOFTOP_HAS_GEMM_BLOCK) && defined(ROOFTOP_HAS_EXP_LANES)
+/// Tiles of attention_host_columns: BQ queries (a multiple of the register block's rows, 6,
+/// and of its columns, two vector registers) against BK keys at a time; BQ 192, or 96 where
+/// head_dim's tiles would pass 384 KiB of scratch (head_dim 128), and none past that (head_dim
+/// over 128 takes the portable path).
+struct HostAttentionTiles {
+  static constexpr std::int64_t block_rows = 6, block_cols = cpu::gemm_block_columns<float>, keys = 128;
+  /// Partials of each query's max and sum over a tile's keys (keys j, j + P, ... in partial j
+  /// % P), so that the softmax's column pass keeps 2P chains of operations going (one: 38 ms
+  /// of 1x8x4096x64's 116, 2 threads; two: 85-88 ms in all; four: 84-89).
+  static constexpr int softmax_partials = 2;
+  static constexpr std::int64_t queries[2] = {192, 96};
+  static constexpr std::int64_t scratch_budget = 384 * 1024;
+  static_assert(192 % block_rows == 0 && 192 % block_cols == 0 && 96 % block_rows == 0 && 96 % block_cols == 0,
+                "attention: BQ a multiple of the register block's rows and columns");
+  static constexpr std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+  /// In floats, for BQ queries and head_dim d: Q^T (d, BQ), K (BKr, d), V (BK, dp), the scores
+  /// and then probabilities transposed (BKr, BQ), the accumulator (BQ, dp), and m, l, alpha
+  /// (BQ) each; BKr is BK rounded up to the block's rows, dp head_dim to its columns.
+  struct Layout {
+    std::int64_t block_q, dp, bkr, qt, k, v, st, acc, m, l, alpha, floats;
+  };
+  static constexpr Layout layout(std::int64_t block_q, std::int64_t d) {
+    Layout t{};
+    t.block_q = block_q;
+    t.dp = round_up(d, block_cols);
+    t.bkr = round_up(keys, block_rows);
+    t.qt = 0;
+    t.k = t.qt + d * block_q;
+    t.v = t.k + t.bkr * d;
+    t.st = t.v + keys * t.dp;
+    t.acc = t.st + t.bkr * block_q;
+    t.m = t.acc + block_q * t.dp;
+    t.l = t.m + block_q;
+    t.alpha = t.l + block_q;
+    t.floats = t.alpha + block_q;
+    return t;
+  }
+  /// The layout of the largest BQ that fits the budget; block_q 0 if none does.
+  static constexpr Layout layout_for(std::int64_t d) {
+    for (const std::int64_t q : queries)
+      if (layout(q, d).floats * static_cast<std::int64_t>(sizeof(float)) <= scratch_budget) return layout(q, d);
+    return Layout{};
+  }
+};
+
+/// attention on an AVX-512 or AVX2 host, a block of BQ queries per work item, the scores held
+/// transposed (keys x queries: S^T = K Q^T), so that the online softmax runs down the columns
+/// with a vector register of queries at a time: each query's max, sum, m, l and rescaling
+/// factor are lanes, with no fold across lanes and no per-row chain of scalar work. Both
+/// products through gemm's register block (cpu::gemm_block): S^T from K's rows as they are
+/// (no transposed copy of the K tile) and Q^T, made once per block; P V from S^T read
+/// transposed. Exponentials as 2^((s - m) log2 e) (cpu::exp2_or_zero). Against the row-wise
+/// form (the portable driver below, with each row's softmax in vector registers and
+/// exponentials in base 2), the harness's 1x8x4096x64, 2 threads, Zen 5 VM, two alternations:
+/// 97-99 -> 84-86 ms, 0.73-0.75 of the FP32 peak (the products and tile copies alone take
+/// 77-80).
+template <class Exec, class Q, class K, class V, class O>
+void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v, const O& o, float scale, bool causal,
+                            const HostAttentionTiles::Layout& tile) {
+  using T = typename O::value_type;
+  using Tiles = HostAttentionTiles;
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
+  using Member = typename Policy::member_type;
+  using cpu::Floats;
+  constexpr std::int64_t BK = Tiles::keys, R = Tiles::block_rows, C = Tiles::block_cols, W = cpu::float_lanes;
+  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+  const auto heads = static_cast<std::int64_t>(q.extent(1)), seq_q = static_cast<std::int64_t>(q.extent(2)),
+             seq_k = static_cast<std::int64_t>(k.extent(2)), d = static_cast<std::int64_t>(q.extent(3));
+  const std::int64_t BQ = tile.block_q, dp = tile.dp;
+  const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
+  const int league = league_size("attention", static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
+  const auto scratch_bytes = scratch_lines_bytes<Exec, float>(tile.floats);
+  const Strides3 q_stride(q), k_stride(k), v_stride(v), o_stride(o);
+  Kokkos::parallel_for(
+      "rooftop::attention", Policy(exec, league, 1).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes)),
+      [=](const Member& member) {
+        float* const scratch = scratch_lines<float>(member.team_scratch(0), tile.floats);
+        float *const qt = scratch + tile.qt, *const ks = scratch + tile.k, *const vs = scratch + tile.v;
+        float *const st = scratch + tile.st, *const acc = scratch + tile.acc;
+        float *const m = scratch + tile.m, *const l = scratch + tile.l, *const alpha = scratch + tile.alpha;
+        const std::int64_t block = member.league_rank();
+        const std::int64_t b = block / (heads * q_blocks), h = block / q_blocks % heads, q0 = block % q_blocks * BQ;
+        const std::int64_t nq = seq_q - q0 < BQ ? seq_q - q0 : BQ;
+        // Queries padded to the register block's rows (rows), those to its columns (cols, the
+        // columns of S^T computed, a whole number of registers).
+        const std::int64_t rows = Tiles::round_up(nq, R), cols = Tiles::round_up(rows, C), regs = cols / W;
+        const T* const q_rows = q.data() + b * q_stride[0] + h * q_stride[1] + q0 * q_stride[2];
+        const T* const k_rows = k.data() + b * k_stride[0] + h * k_stride[1];
+        const T* const v_rows = v.data() + b * v_stride[0] + h * v_stride[1];
+        const std::int64_t q_ld = q_stride[2], k_ld = k_stride[2], v_ld = v_stride[2];
+        // Q^T (d, BQ) scaled, queries past nq 0; the accumulator, m and l as for no key yet.
+        for (std::int64_t c = 0; c < d; ++c)
+          for (std::int64_t i = 0; i < BQ; ++i) qt[c * BQ + i] = i < nq ? scale * float(q_rows[i * q_ld + c]) : 0.0f;
+        for (std::int64_t t = 0; t < BQ * dp; ++t) acc[t] = 0.0f;
+        for (std::int64_t i = 0; i < BQ; ++i) {
+          m[i] = minus_inf;
+          l[i] = 0.0f;
+        }
+        for (std::int64_t t = 0; t < BK * dp; ++t) vs[t] = 0.0f;  // head_dim's padding stays 0
+        const Floats log2e = cpu::splat(math::log2e);
+        const std::int64_t key_end = causal && q0 + nq < seq_k ? q0 + nq : seq_k;
+        for (std::int64_t k0 = 0; k0 < key_end; k0 += BK) {
+          const std::int64_t nk = key_end - k0 < BK ? key_end - k0 : BK;
+          const std::int64_t key_rows = Tiles::round_up(nk, R);
+          for (std::int64_t j = 0; j < nk; ++j) {
+            ROOFTOP_SIMD
+            for (std::int64_t c = 0; c < d; ++c) ks[j * d + c] = float(k_rows[(k0 + j) * k_ld + c]);
+            ROOFTOP_SIMD
+            for (std::int64_t c = 0; c < d; ++c) vs[j * dp + c] = float(v_rows[(k0 + j) * v_ld + c]);
+          }
+          for (std::int64_t t = nk * d; t < key_rows * d; ++t) ks[t] = 0.0f;
+          // S^T (key_rows, cols) = K tile x Q^T.
+          for (std::int64_t j0 = 0; j0 < key_rows; j0 += R)
+            for (std::int64_t i0 = 0; i0 < cols; i0 += C) {
+              float* const out = st + j0 * BQ + i0;
+              for (std::int64_t r = 0; r < R; ++r)
+                for (std::int64_t i = 0; i < C; ++i) out[r * BQ + i] = 0.0f;
+              cpu::gemm_block<R, C>(d, ks + j0 * d, 1, d, qt + i0, BQ, out, BQ);
+            }
+          // The online softmax down each column (query), a register block's two registers of
+          // queries at a time, each with P partials (keys j, j + P, ... in partial j % P): 2P
+          // chains of operations. Key k0 + j is visible to query q0 + i if j < nk and, causal,
+          // k0 + j <= q0 + i.
+          constexpr int P = Tiles::softmax_partials;
+          const auto nan_max = [](const Floats x, const Floats y) { return (x != x) | (x > y) ? x : y; };
+          for (std::int64_t g = 0; g < regs; g += 2) {
+            Floats lane[2];
+            for (int u = 0; u < 2; ++u)
+              for (std::int64_t e = 0; e < W; ++e) lane[u][e] = static_cast<float>(q0 + (g + u) * W + e - k0);
+            auto score = [&](const std::int64_t j, const int u) {
+              const Floats x = cpu::load_floats(st + j * BQ + (g + u) * W);
+              return causal ? (lane[u] >= cpu::splat(static_cast<float>(j)) ? x : cpu::splat(minus_inf)) : x;
+            };
+            Floats m_old[2], m_new[2], m_safe[2], part[2][P];
+            for (int u = 0; u < 2; ++u) {
+              m_old[u] = cpu::load_floats(m + (g + u) * W);
+              part[u][0] = m_old[u];
+              for (int t = 1; t < P; ++t) part[u][t] = cpu::splat(minus_inf);
+            }
+            std::int64_t j = 0;
+            for (; j + P <= nk; j += P)
+              for (int t = 0; t < P; ++t)
+                for (int u = 0; u < 2; ++u) part[u][t] = nan_max(part[u][t], score(j + t, u));
+            for (int t = 0; j + t < nk; ++t)
+              for (int u = 0; u < 2; ++u) part[u][t] = nan_max(part[u][t], score(j + t, u));
+            for (int u = 0; u < 2; ++u) {
+              m_new[u] = part[u][0];
+              for (int t = 1; t < P; ++t) m_new[u] = nan_max(m_new[u], part[u][t]);
+              m_safe[u] = m_new[u] == cpu::splat(minus_inf) ? cpu::splat(0.0f) : m_new[u];
+              for (int t = 0; t < P; ++t) part[u][t] = cpu::splat(0.0f);
+            }
+            auto exp_of = [&](const std::int64_t jj, const int u) {
+              const Floats e = cpu::exp2_or_zero((score(jj, u) - m_safe[u]) * log2e);
+              __builtin_memcpy(st + jj * BQ + (g + u) * W, &e, sizeof e);
+              return e;
+            };
+            for (j = 0; j + P <= nk; j += P)
+              for (int t = 0; t < P; ++t)
+                for (int u = 0; u < 2; ++u) part[u][t] += exp_of(j + t, u);
+            for (int t = 0; j + t < nk; ++t)
+              for (int u = 0; u < 2; ++u) part[u][t] += exp_of(j + t, u);
+            for (int u = 0; u < 2; ++u) {
+              Floats sum = part[u][0];
+              for (int t = 1; t < P; ++t) sum += part[u][t];
+              const Floats a = cpu::exp2_or_zero((m_old[u] - m_safe[u]) * log2e);
+              const Floats l_new = cpu::fmadd(cpu::load_floats(l + (g + u) * W), a, sum);
+              __builtin_memcpy(m + (g + u) * W, &m_new[u], sizeof(Floats));
+              __builtin_memcpy(l + (g + u) * W, &l_new, sizeof(Floats));
+              __builtin_memcpy(alpha + (g + u) * W, &a, sizeof(Floats));
+            }
+          }
+          // Accumulator (rows, dp) = alpha * accumulator + P (read from S^T) x V tile.
+          for (std::int64_t i = 0; i < rows; ++i)
+            for (std::int64_t c = 0; c < dp; ++c) acc[i * dp + c] *= alpha[i];
+          for (std::int64_t i0 = 0; i0 < rows; i0 += R)
+            for (std::int64_t c0 = 0; c0 < dp; c0 += C) cpu::gemm_block<R, C>(nk, st + i0, BQ, 1, vs + c0, dp, acc + i0 * dp + c0, dp);
+        }
+        T* const o_rows = o.data() + b * o_stride[0] + h * o_stride[1] + q0 * o_stride[2];
+        for (std::int64_t i = 0; i < nq; ++i) {
+          const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;  // l = 0: no visible key, output 0
+          for (std::int64_t c = 0; c < d; ++c) o_rows[i * o_stride[2] + c] = T(acc[i * dp + c] * inv);
+        }
+      });
+}
+#endif
+
 }  // namespace detail
 
 /// O = softmax(scale * Q K^T, causal mask if `causal`) V for (batch, heads, seq_q, head_dim) Q
@@ -550,6 +666,12 @@ std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& 
     }
   }
 
+#if defined(ROOFTOP_HAS_GEMM_BLOCK) && defined(ROOFTOP_HAS_EXP_LANES)
+  if constexpr (detail::on_host<Exec>) {
+    const auto host_tile = detail::HostAttentionTiles::layout_for(static_cast<std::int64_t>(q.extent(3)));
+    if (host_tile.block_q > 0) return detail::attention_host_columns(exec, q, k, v, o, scale, causal, host_tile);
+  }
+#endif
   using Tiles = detail::AttentionTiles<Exec>;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Member = typename Policy::member_type;

@@ -314,7 +314,7 @@ void gemm_cpu(const Exec& exec, const P& p) {
           Acc* c = &cs(ir * MR * NC + jr * NR);
 #if defined(ROOFTOP_HAS_GEMM_BLOCK)
           if constexpr (cpu::has_gemm_block<Acc, NR>) {
-            cpu::gemm_block<MR, NR>(kc, &as(ir * MR * KC), KC, &bs(jr * NR * kc), NR, c, NC);
+            cpu::gemm_block<MR, NR>(kc, &as(ir * MR * KC), 1, KC, &bs(jr * NR * kc), NR, c, NC);
             continue;
           }
 #endif

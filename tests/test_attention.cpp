@@ -156,7 +156,7 @@ long peak_rss_kib() {
 
 TEST_CASE_TEMPLATE("attention matches float64 over sequence lengths and head dims, causal or not", T, ROOFTOP_ML_DTYPES) {
   const std::vector<std::int64_t> seqs = {1, 13, 69, 200};
-  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{16}, std::int64_t{64}, std::int64_t{80}})
+  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{16}, std::int64_t{64}, std::int64_t{80}, std::int64_t{128}})
     for (const bool causal : {false, true}) {
       for (const std::int64_t s : seqs) run_and_check<T>(Dims{2, 2, s, s, d}, 1.0f / std::sqrt(static_cast<float>(d)), causal);
       // seq_q != seq_k: queries past seq_k (top-left causal) see every key.

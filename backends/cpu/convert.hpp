@@ -279,28 +279,24 @@ template <class T>
   return _mm256_fmadd_ps(a, b, c);
 #endif
 }
-/// The lanes of v folded by op in halves: lane k with lane k + half for the register's halves,
-/// then the halves' halves, down to the last two lanes (the order of core/reduction.hpp's
-/// combine_lanes over an array of v's lanes). op takes two registers of 256 bits (AVX-512
-/// only) or 128: an intrinsic, or a generic lambda in GCC's vector extensions (reduce_add and
-/// reduce_max with AVX2; attention's row softmax).
+#if !defined(ROOFTOP_HAS_AVX512_CONVERT)
+namespace detail {
+/// The eight lanes of v folded by op (a 128-bit _mm_add_ps or _mm_max_ps): the two halves,
+/// then pairs, then the last two (reduce_add, reduce_max with AVX2).
 template <class Op>
-[[gnu::always_inline]] inline float fold_lanes(Floats v, const Op& op) {
-#if defined(ROOFTOP_HAS_AVX512_CONVERT)
-  const __m256 h = op(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-#else
-  const __m256 h = v;
-#endif
-  __m128 s = op(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+[[gnu::always_inline]] inline float fold_lanes(__m256 v, const Op& op) {
+  __m128 s = op(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = op(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(op(s, _mm_movehdup_ps(s)));
 }
+}  // namespace detail
+#endif
 /// The sum of the lanes of v.
 [[gnu::always_inline]] inline float reduce_add(Floats v) {
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)
   return _mm512_reduce_add_ps(v);
 #else
-  return fold_lanes(v, [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
+  return detail::fold_lanes(v, [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
 #endif
 }
 /// max(v, m) lane by lane, m where v is NaN (vmaxps returns its second operand where either is
@@ -317,7 +313,7 @@ template <class Op>
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)
   return _mm512_reduce_max_ps(v);
 #else
-  return fold_lanes(v, [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
+  return detail::fold_lanes(v, [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
 #endif
 }
 /// The bits of fp32 values in an integer register as wide as Floats.

@@ -81,13 +81,14 @@ inline constexpr int gemm_block_columns<float> = 2 * detail::GemmLanes<float>::w
 template <>
 inline constexpr int gemm_block_columns<double> = 2 * detail::GemmLanes<double>::width;
 
-/// c[i ldc + j] += sum over k < kc of a[k + i a_i] b[k b_k + j] for i < MR, j < NR: the MR x NR
-/// block of C read into registers, one fma per register and k (the same operations, in the
-/// same order, as gemm_micro_kernel on a_k = 1: the same values), written back. The gemm
-/// driver's packed B micro-panel has b_k = NR; attention's tiles are row-major.
+/// c[i ldc + j] += sum over k < kc of a[k a_k + i a_i] b[k b_k + j] for i < MR, j < NR: the
+/// MR x NR block of C read into registers, one fma per register and k (the same operations, in
+/// the same order, as gemm_micro_kernel: the same values), written back. The gemm driver's
+/// packed panels have a_k = 1 and b_k = NR; attention's tiles are row-major, one of them
+/// read transposed (a_i = 1).
 template <int MR, int NR, class Acc>
-[[gnu::always_inline]] inline void gemm_block(std::int64_t kc, const Acc* a, std::int64_t a_i, const Acc* b, std::int64_t b_k,
-                                              Acc* c, std::int64_t ldc) {
+[[gnu::always_inline]] inline void gemm_block(std::int64_t kc, const Acc* a, std::int64_t a_k, std::int64_t a_i, const Acc* b,
+                                              std::int64_t b_k, Acc* c, std::int64_t ldc) {
   using L = detail::GemmLanes<Acc>;
   using V = typename L::V;
   constexpr int W = NR / L::width;
@@ -98,7 +99,7 @@ template <int MR, int NR, class Acc>
     V bk[W];
     for (int w = 0; w < W; ++w) bk[w] = L::load(b + k * b_k + w * L::width);
     for (int i = 0; i < MR; ++i) {
-      const V ai = L::splat(a[k + i * a_i]);
+      const V ai = L::splat(a[k * a_k + i * a_i]);
       for (int w = 0; w < W; ++w) acc[i][w] = L::fma(ai, bk[w], acc[i][w]);
     }
   }
