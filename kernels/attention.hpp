@@ -509,11 +509,12 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
   const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
   const int league = league_size("attention", static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
   const auto scratch_bytes = scratch_lines_bytes<Exec, float>(tile.floats);
+  const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
   const Strides3 q_stride(q), k_stride(k), v_stride(v), o_stride(o);
   Kokkos::parallel_for(
-      "rooftop::attention", Policy(exec, league, 1).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes)),
+      "rooftop::attention", Policy(exec, league, 1).set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
       [=](const Member& member) {
-        float* const scratch = scratch_lines<float>(member.team_scratch(0), tile.floats);
+        float* const scratch = scratch_lines<float>(member.team_scratch(level), tile.floats);
         float *const qt = scratch + tile.qt, *const ks = scratch + tile.k, *const vs = scratch + tile.v;
         float *const st = scratch + tile.st, *const acc = scratch + tile.acc;
         float *const m = scratch + tile.m, *const l = scratch + tile.l, *const alpha = scratch + tile.alpha;
