@@ -94,8 +94,8 @@ inline float softmax_exp_sum(const T* x, float* e, std::int64_t n, float sub, fl
 ROOFTOP_AVX512_WARNINGS_ON
 #elif defined(ROOFTOP_HAS_AVX2_LANES) && defined(ROOFTOP_HAS_EXP_LANES)
 #define ROOFTOP_HAS_VECTOR_SOFTMAX 1
-/// The same passes in eight lanes on AVX2 hosts; the elements after the last whole register
-/// (or block) go through a zero-padded register too, so every exponential is the vector one.
+// The same passes in eight lanes on AVX2 hosts; the elements after the last whole register
+// (or block) go through a zero-padded register too, so every exponential is the vector one.
 
 /// The largest of x[0, n) (fp32, bf16 or fp16, each value widened as it is loaded), skipping
 /// NaN entries (as softmax's detail::Max does); -Inf for an empty or all -Inf row.
