@@ -449,7 +449,8 @@ struct HostAttentionTiles {
   static constexpr int softmax_partials = 2;
   static constexpr std::int64_t queries[2] = {192, 96};
   static constexpr std::int64_t scratch_budget = 384 * 1024;
-  static_assert(192 % block_rows == 0 && 192 % block_cols == 0 && 96 % block_rows == 0 && 96 % block_cols == 0,
+  static_assert(queries[0] % block_rows == 0 && queries[0] % block_cols == 0 && queries[1] % block_rows == 0 &&
+                    queries[1] % block_cols == 0,
                 "attention: BQ a multiple of the register block's rows and columns");
   static constexpr std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
   /// In floats, for BQ queries and head_dim d: Q^T (d, BQ), K (BKr, d), V (BK, dp), the scores
@@ -551,12 +552,8 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
           for (std::int64_t t = nk * d; t < key_rows * d; ++t) ks[t] = 0.0f;
           // S^T (key_rows, cols) = K tile x Q^T.
           for (std::int64_t j0 = 0; j0 < key_rows; j0 += R)
-            for (std::int64_t i0 = 0; i0 < cols; i0 += C) {
-              float* const out = st + j0 * BQ + i0;
-              for (std::int64_t r = 0; r < R; ++r)
-                for (std::int64_t i = 0; i < C; ++i) out[r * BQ + i] = 0.0f;
-              cpu::gemm_block<R, C>(d, ks + j0 * d, 1, d, qt + i0, BQ, out, BQ);
-            }
+            for (std::int64_t i0 = 0; i0 < cols; i0 += C)
+              cpu::gemm_block<R, C, false>(d, ks + j0 * d, 1, d, qt + i0, BQ, st + j0 * BQ + i0, BQ);
           // The online softmax down each column (query), a register block's two registers of
           // queries at a time, each with P partials (keys j, j + P, ... in partial j % P): 2P
           // chains of operations. Key k0 + j is visible to query q0 + i if j < nk and, causal,

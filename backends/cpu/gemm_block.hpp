@@ -85,8 +85,9 @@ inline constexpr int gemm_block_columns<double> = 2 * detail::GemmLanes<double>:
 /// MR x NR block of C read into registers, one fma per register and k (the same operations, in
 /// the same order, as gemm_micro_kernel: the same values), written back. The gemm driver's
 /// packed panels have a_k = 1 and b_k = NR; attention's tiles are row-major, one of them
-/// read transposed (a_i = 1).
-template <int MR, int NR, class Acc>
+/// read transposed (a_i = 1). With `accumulate` false the block starts from 0 (c = the sum; C
+/// is not read).
+template <int MR, int NR, bool accumulate = true, class Acc>
 [[gnu::always_inline]] inline void gemm_block(std::int64_t kc, const Acc* a, std::int64_t a_k, std::int64_t a_i, const Acc* b,
                                               std::int64_t b_k, Acc* c, std::int64_t ldc) {
   using L = detail::GemmLanes<Acc>;
@@ -94,7 +95,7 @@ template <int MR, int NR, class Acc>
   constexpr int W = NR / L::width;
   V acc[MR][W];
   for (int i = 0; i < MR; ++i)
-    for (int w = 0; w < W; ++w) acc[i][w] = L::load(c + i * ldc + w * L::width);
+    for (int w = 0; w < W; ++w) acc[i][w] = accumulate ? L::load(c + i * ldc + w * L::width) : L::splat(Acc(0));
   for (std::int64_t k = 0; k < kc; ++k) {
     V bk[W];
     for (int w = 0; w < W; ++w) bk[w] = L::load(b + k * b_k + w * L::width);
