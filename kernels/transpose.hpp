@@ -43,10 +43,11 @@ struct TransposeShape {
   static constexpr int team = 256;
   template <class T>
   static constexpr std::int64_t host_block = 256 / sizeof(T) > 8 ? 256 / sizeof(T) : 8;  // CPU only
-  /// CPU line tiles (transpose_lines): src rows per group, 512 bytes of each dst row (8 lines),
-  /// and how far ahead along each src row its lines are prefetched.
+  /// CPU line tiles (transpose_lines): src rows per group, 128 bytes of each dst row (2 lines,
+  /// two line tiles: 16 fp64 rows, 64 two-byte ones), and how far ahead along each src row its
+  /// lines are prefetched.
   template <class T>
-  static constexpr std::int64_t host_group_rows = 512 / sizeof(T);
+  static constexpr std::int64_t host_group_rows = 128 / sizeof(T);
   static constexpr std::int64_t host_ahead_bytes = 512;
 };
 
@@ -242,14 +243,19 @@ struct HostTranspose {
 /// host_group_rows (one work item each), every group walked along its rows one line-tile
 /// column (e = 8 fp64, 16 fp32 or 32 two-byte columns) at a time, each e x e tile of it
 /// transposed in registers and streamed straight out, a whole aligned line per dst row
-/// (cpu::transpose_line_tile). A step of the walk writes 512 contiguous bytes of e dst rows and
+/// (cpu::transpose_line_tile). A step of the walk writes 128 contiguous bytes of e dst rows and
 /// reads one line of each of the group's src rows, whose lines host_ahead_bytes further along
 /// it prefetches. Against HostTranspose's 256-byte square blocks through L1 buffers, in one
 /// process (2 threads, Zen 5 VM, scratch program, GB/s): fp64 4096 x 4096 29.5-30.6 -> 51-53,
 /// fp32 5792 x 5792 21-26 -> 40-46 and 4096 x 4096 28-29 -> 44-47, bf16 8192 x 8192 only
-/// 22.7-23.6 -> 23.8-27.8 (groups of 64 or 128 rows did no better), copy 52-96 meanwhile. Rows
-/// and columns past the last whole tile are copied element by element (plain stores; their dst
-/// lines are not the streamed ones).
+/// 22.7-23.6 -> 23.8-27.8, copy 52-96 meanwhile. Groups were then 512 bytes of each dst row:
+/// with src rows a power of two bytes apart, the lines prefetched for a group's 64 (fp64) to
+/// 256 (2-byte) rows fall into a few L2 sets and evict one another before they are read.
+/// Groups of 128 bytes, best of three alternations with the old build (`rooftop --quick --ops
+/// copy,transpose`, 2 threads, Zen 5 VM): fp64 4096^2 58.5 -> 65.3 GB/s, bf16 8192^2 52.3 ->
+/// 60.1, fp16 51.5 -> 57.8, fp32 5793^2 68.0 -> 68.4 (groups of 64 bytes were slower than 512
+/// for fp64 and 2-byte types). Rows and columns past the last whole tile are copied element by
+/// element (plain stores; their dst lines are not the streamed ones).
 template <class Shape, class T, class Exec>
 void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, std::int64_t cols, std::int64_t src_stride,
                      std::int64_t dst_stride) {
