@@ -19,9 +19,8 @@
 /// in fp32. head_dim at most attention_max_head_dim. Views are LayoutRight (head_dim
 /// contiguous). On GPUs bf16 and fp16 at head_dim 64 or 128 run on the matrix units (tensor
 /// cores: detail::attention_matrix_units), which multiply V by the probabilities rounded to
-/// the storage type. On AVX-512 and AVX2 hosts, head_dim up to 128, the scores are formed
-/// transposed and the softmax runs a register of queries at a time
-/// (detail::attention_host_columns).
+/// the storage type. On AVX-512 and AVX2 hosts the scores are formed transposed and the
+/// softmax runs a register of queries at a time (detail::attention_host_columns).
 #pragma once
 
 #include "../backends/cpu/exp_vectors.hpp"
@@ -438,30 +437,30 @@ constexpr bool attention_uses_matrix_units(std::int64_t head_dim) {
 
 #if defined(ROOFTOP_HAS_GEMM_BLOCK) && defined(ROOFTOP_HAS_EXP_LANES)
 /// Tiles of attention_host_columns: BQ queries (a multiple of the register block's rows, 6,
-/// and of its columns, two vector registers) against BK keys at a time; BQ 192, or 96 where
-/// head_dim's tiles would pass 384 KiB of scratch (head_dim 128), and none past that (head_dim
-/// over 128 takes the portable path).
+/// and of its columns, two vector registers) against BK keys at a time. The first of the
+/// shapes (BQ, BK) whose tiles fit 384 KiB of scratch: (192, 128), then (96, 128) (head_dim
+/// 128), then (96, 64) (head_dim up to 256, attention_max_head_dim). On the portable driver
+/// head_dim 256 ran at 91-97 GFLOP/s (1x8x4096x256, 2 threads, Zen 5 VM) against 380-400 for
+/// head_dim 128 here.
 struct HostAttentionTiles {
-  static constexpr std::int64_t block_rows = 6, block_cols = cpu::gemm_block_columns<float>, keys = 128;
+  static constexpr std::int64_t block_rows = 6, block_cols = cpu::gemm_block_columns<float>;
   /// Partials of each query's max and sum over a tile's keys (keys j, j + P, ... in partial j
   /// % P), so that the softmax's column pass keeps 2P chains of operations going (one: 38 ms
   /// of 1x8x4096x64's 116, 2 threads; two: 85-88 ms in all; four: 84-89).
   static constexpr int softmax_partials = 2;
-  static constexpr std::int64_t queries[2] = {192, 96};
+  static constexpr std::int64_t shapes[3][2] = {{192, 128}, {96, 128}, {96, 64}};  // (BQ, BK)
   static constexpr std::int64_t scratch_budget = 384 * 1024;
-  static_assert(queries[0] % block_rows == 0 && queries[0] % block_cols == 0 && queries[1] % block_rows == 0 &&
-                    queries[1] % block_cols == 0,
-                "attention: BQ a multiple of the register block's rows and columns");
   static constexpr std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
-  /// In floats, for BQ queries and head_dim d: Q^T (d, BQ), K (BKr, d), V (BK, dp), the scores
-  /// and then probabilities transposed (BKr, BQ), the accumulator (BQ, dp), and m, l, alpha
-  /// (BQ) each; BKr is BK rounded up to the block's rows, dp head_dim to its columns.
+  /// In floats, for BQ queries, BK keys and head_dim d: Q^T (d, BQ), K (BKr, d), V (BK, dp),
+  /// the scores and then probabilities transposed (BKr, BQ), the accumulator (BQ, dp), and m,
+  /// l, alpha (BQ) each; BKr is BK rounded up to the block's rows, dp head_dim to its columns.
   struct Layout {
-    std::int64_t block_q, dp, bkr, qt, k, v, st, acc, m, l, alpha, floats;
+    std::int64_t block_q, keys, dp, bkr, qt, k, v, st, acc, m, l, alpha, floats;
   };
-  static constexpr Layout layout(std::int64_t block_q, std::int64_t d) {
+  static constexpr Layout layout(std::int64_t block_q, std::int64_t keys, std::int64_t d) {
     Layout t{};
     t.block_q = block_q;
+    t.keys = keys;
     t.dp = round_up(d, block_cols);
     t.bkr = round_up(keys, block_rows);
     t.qt = 0;
@@ -475,13 +474,19 @@ struct HostAttentionTiles {
     t.floats = t.alpha + block_q;
     return t;
   }
-  /// The layout of the largest BQ that fits the budget; block_q 0 if none does.
+  /// The layout of the first shape that fits the budget; block_q 0 if none does.
   static constexpr Layout layout_for(std::int64_t d) {
-    for (const std::int64_t q : queries)
-      if (layout(q, d).floats * static_cast<std::int64_t>(sizeof(float)) <= scratch_budget) return layout(q, d);
+    for (const auto& shape : shapes)
+      if (layout(shape[0], shape[1], d).floats * static_cast<std::int64_t>(sizeof(float)) <= scratch_budget)
+        return layout(shape[0], shape[1], d);
     return Layout{};
   }
 };
+static_assert([] {
+  for (const auto& shape : HostAttentionTiles::shapes)
+    if (shape[0] % HostAttentionTiles::block_rows != 0 || shape[0] % HostAttentionTiles::block_cols != 0) return false;
+  return HostAttentionTiles::layout_for(attention_max_head_dim).block_q > 0;
+}(), "attention: BQ a multiple of the register block's rows and columns, and tiles for every head_dim");
 
 /// attention on an AVX-512 or AVX2 host, a block of BQ queries per work item, the scores held
 /// transposed (keys x queries: S^T = K Q^T), so that the online softmax runs down the columns
@@ -502,11 +507,11 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Member = typename Policy::member_type;
   using cpu::Floats;
-  constexpr std::int64_t BK = Tiles::keys, R = Tiles::block_rows, C = Tiles::block_cols, W = cpu::float_lanes;
+  constexpr std::int64_t R = Tiles::block_rows, C = Tiles::block_cols, W = cpu::float_lanes;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
   const auto heads = static_cast<std::int64_t>(q.extent(1)), seq_q = static_cast<std::int64_t>(q.extent(2)),
              seq_k = static_cast<std::int64_t>(k.extent(2)), d = static_cast<std::int64_t>(q.extent(3));
-  const std::int64_t BQ = tile.block_q, dp = tile.dp;
+  const std::int64_t BQ = tile.block_q, BK = tile.keys, dp = tile.dp;
   const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
   const int league = league_size("attention", static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
   const auto scratch_bytes = scratch_lines_bytes<Exec, float>(tile.floats);
@@ -666,8 +671,9 @@ std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& 
 
 #if defined(ROOFTOP_HAS_GEMM_BLOCK) && defined(ROOFTOP_HAS_EXP_LANES)
   if constexpr (detail::on_host<Exec>) {
-    const auto host_tile = detail::HostAttentionTiles::layout_for(static_cast<std::int64_t>(q.extent(3)));
-    if (host_tile.block_q > 0) return detail::attention_host_columns(exec, q, k, v, o, scale, causal, host_tile);
+    // (Every head_dim up to attention_max_head_dim has tiles: HostAttentionTiles' static_assert.)
+    return detail::attention_host_columns(exec, q, k, v, o, scale, causal,
+                                          detail::HostAttentionTiles::layout_for(static_cast<std::int64_t>(q.extent(3))));
   }
 #endif
   using Tiles = detail::AttentionTiles<Exec>;

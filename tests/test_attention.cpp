@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // attention: every ML dtype against a float64 reference that forms the scores, over sequence
-// lengths 1, 13, 69 (no multiple of a tile), 200 and head_dim 1, 16, 64, 80 (and 100, 256),
+// lengths 1, 13, 69 (no multiple of a tile), 200 and head_dim 1, 16, 64, 80 (and 100, 200, 256),
 // causal or not, seq_q != seq_k, empty extents; huge logits; the default scale; memory
 // O(seq) at a sequence whose score matrix would take 4 GiB; the cost model; preconditions.
 #include "common.hpp"
@@ -163,9 +163,12 @@ TEST_CASE_TEMPLATE("attention matches float64 over sequence lengths and head dim
       const std::int64_t unequal[][2] = {{13, 200}, {200, 13}, {69, 1}, {1, 69}};
       for (const auto& seq : unequal) run_and_check<T>(Dims{1, 3, seq[0], seq[1], d}, 0.3f, causal);
     }
-  // head_dim not a multiple of 16, and the largest supported.
+  // head_dim not a multiple of 16, and the largest supported (on AVX hosts both take tiles of
+  // 64 keys: two whole ones and a part of one here).
   run_and_check<T>(Dims{1, 2, 69, 77, 100}, 0.1f, true);
+  run_and_check<T>(Dims{1, 2, 130, 130, 200}, 0.07f, true);
   run_and_check<T>(Dims{1, 1, 69, 130, attention_max_head_dim}, 0.0625f, false);
+  run_and_check<T>(Dims{1, 1, 130, 130, attention_max_head_dim}, 0.0625f, true);
 }
 
 TEST_CASE_TEMPLATE("attention's matrix-unit driver (tensor-core tiles; emulated off GPUs) on this backend", T, rooftop::bf16,
