@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
-/// attention's entry in the op table, and the float64 reference of one query row that the
-/// harness and tests/test_attention.cpp verify against.
+/// attention's entries in the op table (`attention`, and `attention_causal` with the causal
+/// mask), and the float64 reference of one query row that the harness and
+/// tests/test_attention.cpp verify against.
 #pragma once
 
 #include "ml_ops.hpp"
@@ -71,7 +72,8 @@ namespace attn {
 template <class T>
 using Tensor = Kokkos::View<T****, Kokkos::LayoutRight, BackendMemory>;
 
-/// The harness's attention shapes: (batch, heads, seq, head_dim) = (1, 8, seq, 64), non-causal.
+/// The harness's attention shapes: (batch, heads, seq, head_dim) = (1, 8, seq, 64), seq_q =
+/// seq_k, with or without the causal mask.
 constexpr std::int64_t batch = 1, heads = 8, head_dim = 64;
 
 /// Query rows verify() checks in full (O(seq * head_dim) each; the whole O(seq^2) reference
@@ -79,12 +81,12 @@ constexpr std::int64_t batch = 1, heads = 8, head_dim = 64;
 constexpr std::int64_t verified_rows = 64;
 
 template <class T>
-Cost cost(const Shape& s) {
-  return attention_cost<T>(s[0], s[1], s[2], s[2], s[3], false);
+Cost cost(const Shape& s, bool causal) {
+  return attention_cost<T>(s[0], s[1], s[2], s[2], s[3], causal);
 }
 
 template <class T>
-OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
+OpInstance make(const Exec& exec, const Shape& s, bool causal, std::uint64_t seed) {
   const std::int64_t b = s[0], h = s[1], seq = s[2], d = s[3];
   Tensor<T> q("rooftop::q", b, h, seq, d), k("rooftop::k", b, h, seq, d), v("rooftop::v", b, h, seq, d),
       o("rooftop::o", b, h, seq, d);
@@ -96,10 +98,10 @@ OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
   fill_nan(exec, flat(o));
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   OpInstance op;
-  op.cost = cost<T>(s);
+  op.cost = cost<T>(s, causal);
   op.shape = s;
   op.matrix_units = rooftop::detail::attention_uses_matrix_units<Exec, T>(d);
-  op.run = [=] { rooftop::attention(exec, q, k, v, o, scale, false); };
+  op.run = [=] { rooftop::attention(exec, q, k, v, o, scale, causal); };
   const bool p_rounded = op.matrix_units;
   op.verify = [=]() -> std::string {
     const auto hq = to_host_flat(q), hk = to_host_flat(k), hv = to_host_flat(v), ho = to_host_flat(o);
@@ -107,8 +109,9 @@ OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
     for (std::int64_t r = 0; r < std::min(rows, verified_rows); ++r) {
       const std::int64_t row = rows <= verified_rows ? r : r * (rows - 1) / (verified_rows - 1);
       const std::int64_t bh = row / seq, i = row % seq;
-      const std::string error = reference::attention_row<T>(&hq[row * d], &hk[bh * seq * d], &hv[bh * seq * d], seq, d, scale,
-                                                             &ho[row * d], p_rounded);
+      const std::int64_t visible = causal ? i + 1 : seq;
+      const std::string error = reference::attention_row<T>(&hq[row * d], &hk[bh * seq * d], &hv[bh * seq * d], visible, d,
+                                                             scale, &ho[row * d], p_rounded);
       if (!error.empty()) {
         std::ostringstream msg;
         msg << "O(" << bh / h << ", " << bh % h << ", " << i << ", :): " << error;
@@ -122,24 +125,28 @@ OpInstance make(const Exec& exec, const Shape& s, std::uint64_t seed) {
 
 }  // namespace attn
 
-/// Appends attention (fp32, bf16, fp16; math in fp32) to the op table.
+/// Appends attention and attention_causal (fp32, bf16, fp16; math in fp32) to the op table.
 inline void append_attention_ops(std::vector<OpSpec>& t) {
-  OpSpec s = ml::spec(
-      "attention", {}, [](auto tag, const Shape& shape) { return attn::cost<typename decltype(tag)::type>(shape); },
-      [](auto tag, const Exec& e, const Shape& shape, std::uint64_t seed) {
-        return attn::make<typename decltype(tag)::type>(e, shape, seed);
-      });
-  // Compute-bound (AI = seq / 4 FLOPs per byte at fp32): seq follows the working set (sized by
-  // the fp32 bytes, so every dtype runs the same shapes) up to 4096, where one call is ~34
-  // GFLOP (well under a second on 2 cores). The main-memory working set is out of reach in a
-  // reasonable time (seq^2 work), and would not change the bound.
-  s.shapes_at = [](DType, double working_set) {
-    const double per_seq = attn::cost<float>({attn::batch, attn::heads, 1, attn::head_dim}).bytes;
-    const auto seq = static_cast<std::int64_t>(std::lround(working_set / per_seq / 64)) * 64;
-    return std::vector<Shape>{{attn::batch, attn::heads, std::clamp<std::int64_t>(seq, 64, 4096), attn::head_dim}};
-  };
-  s.shape_of_size = [](std::int64_t n) { return Shape{attn::batch, attn::heads, n, attn::head_dim}; };
-  t.push_back(s);
+  for (const bool causal : {false, true}) {
+    OpSpec s = ml::spec(
+        causal ? "attention_causal" : "attention", {},
+        [causal](auto tag, const Shape& shape) { return attn::cost<typename decltype(tag)::type>(shape, causal); },
+        [causal](auto tag, const Exec& e, const Shape& shape, std::uint64_t seed) {
+          return attn::make<typename decltype(tag)::type>(e, shape, causal, seed);
+        });
+    // Compute-bound (AI = seq / 4 FLOPs per byte at fp32, half that causal): seq follows the
+    // working set (sized by the fp32 bytes, so every dtype and both masks run the same shapes)
+    // up to 4096, where one call is ~34 GFLOP (well under a second on 2 cores). The
+    // main-memory working set is out of reach in a reasonable time (seq^2 work), and would not
+    // change the bound.
+    s.shapes_at = [](DType, double working_set) {
+      const double per_seq = attn::cost<float>({attn::batch, attn::heads, 1, attn::head_dim}, false).bytes;
+      const auto seq = static_cast<std::int64_t>(std::lround(working_set / per_seq / 64)) * 64;
+      return std::vector<Shape>{{attn::batch, attn::heads, std::clamp<std::int64_t>(seq, 64, 4096), attn::head_dim}};
+    };
+    s.shape_of_size = [](std::int64_t n) { return Shape{attn::batch, attn::heads, n, attn::head_dim}; };
+    t.push_back(s);
+  }
 }
 
 }  // namespace rooftop::harness

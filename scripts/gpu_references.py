@@ -46,22 +46,28 @@ def rms_norm(x, w):
         x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + NORM_EPS).to(x.dtype) * w)
 
 
-def attention(q, k, v):
+def attention(q, k, v, causal):
     if hasattr(F, "scaled_dot_product_attention"):
-        call = lambda: F.scaled_dot_product_attention(q, k, v)
+        call = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         try:  # PyTorch's FlashAttention path, where this PyTorch and device have it
             from torch.nn.attention import SDPBackend, sdpa_kernel
             with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                 call()
             def flash():
                 with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                    return F.scaled_dot_product_attention(q, k, v)
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
             return "F.scaled_dot_product_attention (flash backend)", flash
         except (ImportError, RuntimeError):
             return "F.scaled_dot_product_attention (default backend)", call
     scale = 1.0 / math.sqrt(q.shape[-1])
-    return "softmax(q k^T scale) v (eager ops; no scaled_dot_product_attention in this PyTorch)", lambda: (
-        torch.softmax((q @ k.transpose(-1, -2)) * scale, -1) @ v)
+    seq_q, seq_k = q.shape[-2], k.shape[-2]
+    hidden = torch.ones(seq_q, seq_k, dtype=torch.bool, device=q.device).triu(1) if causal else None
+    def eager():
+        scores = (q @ k.transpose(-1, -2)) * scale
+        if hidden is not None:
+            scores = scores.masked_fill(hidden, float("-inf"))
+        return torch.softmax(scores, -1) @ v
+    return "softmax(q k^T scale) v (eager ops; no scaled_dot_product_attention in this PyTorch)", eager
 
 
 def setup(op, shape, dtype, device):
@@ -107,9 +113,9 @@ def setup(op, shape, dtype, device):
         m, n, k = shape
         a, b, c = r(m, k), r(k, n), torch.empty(m, n, dtype=dtype, device=device)
         return "torch.matmul(a, b, out=c) (TF32 off)", lambda: torch.matmul(a, b, out=c)
-    if op == "attention":
+    if op in ("attention", "attention_causal"):
         q, k, v = (r(*shape) for _ in range(3))
-        return attention(q, k, v)
+        return attention(q, k, v, op == "attention_causal")
     return None
 
 
