@@ -29,8 +29,9 @@ struct Ceilings {
   std::map<std::string, double> bandwidth_gbs;  // "dram", "llc", and per kernel "dram_triad", ...
   double peak_gflops_fp32 = 0;
   double peak_gflops_fp64 = 0;
-  /// Matrix units (tensor cores): bf16 and fp16 tiles with fp32 accumulators, measured where
-  /// gemm runs on them (GPUs); 0 elsewhere.
+  /// Matrix units: bf16 and fp16 tiles with fp32 accumulators on GPUs' tensor cores, or bf16
+  /// pair dot products on AVX512-BF16 CPUs (bf16 only), measured where gemm runs on them; 0
+  /// elsewhere.
   double peak_gflops_bf16_matrix = 0;
   double peak_gflops_fp16_matrix = 0;
   double launch_overhead_us = 0;
@@ -186,11 +187,46 @@ double run_matrix_chains(const Exec& exec, const Kokkos::View<float*, typename E
   return 2.0 * Units::m * Units::n * Units::k * chains * iters * warps * static_cast<double>(teams);
 }
 
+#if defined(ROOFTOP_HAS_BF16_PAIRS)
+/// Runs `items` work items of 12 independent chains x `iters` bf16 pair dot products
+/// (cpu::bf16_pair_dot, 64 FLOPs each: sixteen lanes of two products and two additions) on the
+/// host; returns FLOPs. Products of 2^-7 and 2^-7: after 2^26 steps a lane holds 2^13.
+template <class Exec>
+double run_bf16_pair_chains(const Exec& exec, const Kokkos::View<float*, typename Exec::memory_space>& out, int iters) {
+  constexpr int chains = 12;
+  Kokkos::parallel_for("rooftop::peak_bf16_pairs", compat::Range<Exec>(exec, 0, out.extent(0)), [=](const std::int64_t i) {
+    __m512 acc[chains];
+    for (int k = 0; k < chains; ++k) acc[k] = _mm512_set1_ps(static_cast<float>(k + i % 7));
+    __m512i x = _mm512_set1_epi32(0x3c003c00), y = x;  // two bf16 2^-7 per word
+    for (int it = 0; it < iters; ++it) {
+      ROOFTOP_UNROLL
+      for (int k = 0; k < chains; ++k) acc[k] = cpu::bf16_pair_dot(acc[k], x, y);
+      __asm__ volatile("" : "+v"(x), "+v"(y));  // not hoisted: one instruction per chain and step
+    }
+    for (int k = 1; k < chains; ++k) acc[0] = _mm512_add_ps(acc[0], acc[k]);
+    float lanes[16];
+    _mm512_storeu_ps(lanes, acc[0]);
+    float sum = 0;
+    for (const float v : lanes) sum += v;
+    out(i) = sum;
+  });
+  return 64.0 * chains * iters * static_cast<double>(out.extent(0));
+}
+#endif
+
 template <class Exec, class T>
 double measure_matrix_peak_gflops(const Exec& exec, bool quick) {
-  const std::int64_t threads = std::max(128, compat::concurrency(exec));
-  Kokkos::View<float*, typename Exec::memory_space> out("rooftop::peak_matrix_out", threads / 128 * 128);
-  return measure_peak(exec, quick, [&](int iters) { return run_matrix_chains<Exec, T>(exec, out, iters); });
+#if defined(ROOFTOP_HAS_BF16_PAIRS)
+  if constexpr (gemm_uses_bf16_pairs<Exec, T, T>) {
+    Kokkos::View<float*, typename Exec::memory_space> out("rooftop::peak_bf16_pairs_out", std::max(1, compat::concurrency(exec)) * 64);
+    return measure_peak(exec, quick, [&](int iters) { return run_bf16_pair_chains(exec, out, iters); });
+  } else
+#endif
+  {
+    const std::int64_t threads = std::max(128, compat::concurrency(exec));
+    Kokkos::View<float*, typename Exec::memory_space> out("rooftop::peak_matrix_out", threads / 128 * 128);
+    return measure_peak(exec, quick, [&](int iters) { return run_matrix_chains<Exec, T>(exec, out, iters); });
+  }
 }
 
 /// The bandwidth ceiling kernels over three arrays of n doubles: STREAM's copy, add and triad,
@@ -370,6 +406,9 @@ void measure_compute_peaks(const Exec& exec, Ceilings& c, bool quick, const std:
     progress("bf16 and fp16 matrix-unit peaks (tensor-core tile chains)");
     c.peak_gflops_bf16_matrix = std::max(c.peak_gflops_bf16_matrix, measure_matrix_peak_gflops<Exec, bf16>(exec, quick));
     c.peak_gflops_fp16_matrix = std::max(c.peak_gflops_fp16_matrix, measure_matrix_peak_gflops<Exec, fp16>(exec, quick));
+  } else if constexpr (gemm_uses_bf16_pairs<Exec, bf16, bf16>) {
+    progress("bf16 pair dot-product peak (AVX512-BF16 chains)");
+    c.peak_gflops_bf16_matrix = std::max(c.peak_gflops_bf16_matrix, measure_matrix_peak_gflops<Exec, bf16>(exec, quick));
   }
 }
 

@@ -49,7 +49,7 @@ OpInstance square(const Exec& exec, const Shape& shape, std::uint64_t seed) {
   fill_nan(exec, flat(c));  // beta = 0: must not leak into C
   OpInstance op;
   op.cost = gemm_cost<T>(m, n, k);
-  op.matrix_units = gemm_uses_matrix_units<Exec, T, T>;
+  op.matrix_units = gemm_uses_matrix_units<Exec, T, T> || gemm_uses_bf16_pairs<Exec, T, T>;
   op.shape = shape;
   op.run = [=] { rooftop::gemm(exec, Trans::none, a, Trans::none, b, c); };
   op.verify = [=]() -> std::string {

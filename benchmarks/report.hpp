@@ -157,7 +157,9 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   if (c.peak_gflops_bf16_matrix > 0) {
     std::ostringstream lm;
     lm.precision(4);
-    lm << "matrix units bf16 " << c.peak_gflops_bf16_matrix << ", fp16 " << c.peak_gflops_fp16_matrix << " GFLOP/s";
+    lm << "matrix units bf16 " << c.peak_gflops_bf16_matrix;
+    if (c.peak_gflops_fp16_matrix > 0) lm << ", fp16 " << c.peak_gflops_fp16_matrix;
+    lm << " GFLOP/s";
     roof(c.dram(), std::max(c.peak_gflops_bf16_matrix, c.peak_gflops_fp16_matrix), "#8e44ad", lm.str(), false);
   }
   if (c.bandwidth_gbs.count("llc")) roof(c.bandwidth_gbs.at("llc"), c.peak_gflops_fp32, "#e67e22", "", true);

@@ -260,9 +260,8 @@ int run(Options opt) {
     if (ceilings.bandwidth_gbs.count(link)) std::printf("Host <-> device: %s %.1f GB/s\n", link, ceilings.bandwidth_gbs.at(link));
   auto print_compute = [&ceilings](const char* when) {
     std::printf("Compute ceilings%s: FP32 %.1f GFLOP/s, FP64 %.1f GFLOP/s", when, ceilings.peak_gflops_fp32, ceilings.peak_gflops_fp64);
-    if (ceilings.peak_gflops_bf16_matrix > 0)
-      std::printf(", matrix units bf16 %.1f GFLOP/s, fp16 %.1f GFLOP/s", ceilings.peak_gflops_bf16_matrix,
-                  ceilings.peak_gflops_fp16_matrix);
+    if (ceilings.peak_gflops_bf16_matrix > 0) std::printf(", matrix units bf16 %.1f GFLOP/s", ceilings.peak_gflops_bf16_matrix);
+    if (ceilings.peak_gflops_fp16_matrix > 0) std::printf(", fp16 %.1f GFLOP/s", ceilings.peak_gflops_fp16_matrix);
   };
   print_compute("");
   std::printf(", launch %.2f us\n\n", ceilings.launch_overhead_us);

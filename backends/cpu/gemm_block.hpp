@@ -109,4 +109,39 @@ template <int MR, int NR, bool accumulate = true, class Acc>
 }
 #endif
 
+#if defined(ROOFTOP_HAS_GEMM_BLOCK) && defined(__AVX512F__) && defined(__AVX512BF16__)
+#define ROOFTOP_HAS_BF16_PAIRS 1
+/// acc + x.lo * y.lo + x.hi * y.hi in each fp32 lane, x and y holding pairs of bf16 (the low one
+/// first in memory): AVX512-BF16's vdpbf16ps, two products per lane and instruction where an
+/// fp32 FMA does one. The products are exact in fp32 and added in turn, each sum rounded to
+/// nearest (the high pair's first); denormal inputs and results are flushed to zero.
+[[gnu::always_inline]] inline __m512 bf16_pair_dot(__m512 acc, __m512i x, __m512i y) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)y);
+}
+
+/// c[i ldc + j] += sum over k < 2 kp of A(i, k) B(k, j) for i < MR, j < NR, with bf16 A and B
+/// packed in pairs along k: a[i a_i + p] holds A(i, 2p) and A(i, 2p + 1), b[p NR + j] holds
+/// B(2p, j) and B(2p + 1, j) (each pair as one 32-bit word, the even k in the low half: the
+/// order of two consecutive bf16 in memory). One bf16_pair_dot per register of C and pair.
+template <int MR, int NR>
+[[gnu::always_inline]] inline void gemm_block_bf16_pairs(std::int64_t kp, const std::uint32_t* a, std::int64_t a_i,
+                                                         const std::uint32_t* b, float* c, std::int64_t ldc) {
+  static_assert(NR % 16 == 0, "gemm_block_bf16_pairs: NR whole registers of sixteen columns");
+  constexpr int W = NR / 16;
+  __m512 acc[MR][W];
+  for (int i = 0; i < MR; ++i)
+    for (int w = 0; w < W; ++w) acc[i][w] = _mm512_loadu_ps(c + i * ldc + w * 16);
+  for (std::int64_t p = 0; p < kp; ++p) {
+    __m512i bp[W];
+    for (int w = 0; w < W; ++w) bp[w] = _mm512_loadu_si512(b + p * NR + w * 16);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i ai = _mm512_set1_epi32(static_cast<int>(a[i * a_i + p]));
+      for (int w = 0; w < W; ++w) acc[i][w] = bf16_pair_dot(acc[i][w], ai, bp[w]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int w = 0; w < W; ++w) _mm512_storeu_ps(c + i * ldc + w * 16, acc[i][w]);
+}
+#endif
+
 }  // namespace rooftop::cpu
