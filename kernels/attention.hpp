@@ -20,7 +20,8 @@
 /// contiguous). On GPUs bf16 and fp16 at head_dim 64 or 128 run on the matrix units (tensor
 /// cores: detail::attention_matrix_units), which multiply V by the probabilities rounded to
 /// the storage type. On AVX-512 and AVX2 hosts the scores are formed transposed and the
-/// softmax runs a register of queries at a time (detail::attention_host_columns).
+/// softmax runs a register of queries at a time (detail::attention_host_columns); with
+/// AVX512-BF16, bf16 scores two products per instruction (gemm_uses_bf16_pairs).
 #pragma once
 
 #include "../backends/cpu/exp_vectors.hpp"
@@ -435,6 +436,11 @@ constexpr bool attention_uses_matrix_units(std::int64_t head_dim) {
   return gemm_uses_matrix_units<Exec, T, T> && (head_dim == 64 || head_dim == 128);
 }
 
+/// Whether attention_host_columns forms the scores of T in bf16 pairs (gemm_uses_bf16_pairs:
+/// bf16 on AVX512-BF16 hosts).
+template <class Exec, class T>
+inline constexpr bool attention_uses_bf16_pairs = gemm_uses_bf16_pairs<Exec, T, T>;
+
 #if defined(ROOFTOP_HAS_GEMM_BLOCK) && defined(ROOFTOP_HAS_EXP_LANES)
 /// Tiles of attention_host_columns: BQ queries (a multiple of the register block's rows, 6,
 /// and of its columns, two vector registers) against BK keys at a time. The first of the
@@ -515,6 +521,19 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
   const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
   const int league = league_size("attention", static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
   const auto scratch_bytes = scratch_lines_bytes<Exec, float>(tile.floats);
+  // bf16 on AVX512-BF16 hosts: S^T from Q and K in pairs along head_dim as stored (dw words a
+  // row, an odd head_dim's last pair padded with 0), two products per instruction
+  // (cpu::gemm_block_bf16_pairs), and the scale applied to the scores; P V stays in fp32.
+  constexpr bool pairs = attention_uses_bf16_pairs<Exec, T>;
+  const std::int64_t dw = (d + 1) / 2;
+  const auto pair_of = [d](const T* row, const std::int64_t w) -> std::uint32_t {
+    if constexpr (std::is_same_v<T, bf16>) {
+      return static_cast<std::uint32_t>(row[2 * w].bits) | (2 * w + 1 < d ? static_cast<std::uint32_t>(row[2 * w + 1].bits) << 16 : 0u);
+    } else {
+      (void)row, (void)w;
+      return 0u;
+    }
+  };
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
   const Strides3 q_stride(q), k_stride(k), v_stride(v), o_stride(o);
   Kokkos::parallel_for(
@@ -524,6 +543,7 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
         float *const qt = scratch + tile.qt, *const ks = scratch + tile.k, *const vs = scratch + tile.v;
         float *const st = scratch + tile.st, *const acc = scratch + tile.acc;
         float *const m = scratch + tile.m, *const l = scratch + tile.l, *const alpha = scratch + tile.alpha;
+        std::uint32_t *const qtw = reinterpret_cast<std::uint32_t*>(qt), *const ksw = reinterpret_cast<std::uint32_t*>(ks);
         const std::int64_t block = member.league_rank();
         const std::int64_t b = block / (heads * q_blocks), h = block / q_blocks % heads, q0 = block % q_blocks * BQ;
         const std::int64_t nq = seq_q - q0 < BQ ? seq_q - q0 : BQ;
@@ -534,35 +554,56 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
         const T* const k_rows = k.data() + b * k_stride[0] + h * k_stride[1];
         const T* const v_rows = v.data() + b * v_stride[0] + h * v_stride[1];
         const std::int64_t q_ld = q_stride[2], k_ld = k_stride[2], v_ld = v_stride[2];
-        // Q^T (d, BQ) scaled, queries past nq 0; the accumulator, m and l as for no key yet.
-        for (std::int64_t c = 0; c < d; ++c)
-          for (std::int64_t i = 0; i < BQ; ++i) qt[c * BQ + i] = i < nq ? scale * float(q_rows[i * q_ld + c]) : 0.0f;
+        // Q^T (d, BQ) scaled, queries past nq 0 (bf16 pairs: Q^T in pairs along head_dim, as
+        // stored, the scale applied to the scores); the accumulator, m and l as for no key yet.
+        if constexpr (pairs) {
+          for (std::int64_t i = 0; i < BQ; ++i)
+            for (std::int64_t w = 0; w < dw; ++w) qtw[w * BQ + i] = i < nq ? pair_of(q_rows + i * q_ld, w) : 0u;
+        } else {
+          for (std::int64_t c = 0; c < d; ++c)
+            for (std::int64_t i = 0; i < BQ; ++i) qt[c * BQ + i] = i < nq ? scale * float(q_rows[i * q_ld + c]) : 0.0f;
+        }
         for (std::int64_t t = 0; t < BQ * dp; ++t) acc[t] = 0.0f;
         for (std::int64_t i = 0; i < BQ; ++i) {
           m[i] = minus_inf;
           l[i] = 0.0f;
         }
         for (std::int64_t t = 0; t < BK * dp; ++t) vs[t] = 0.0f;  // head_dim's padding stays 0
-        const Floats log2e = cpu::splat(math::log2e);
+        const Floats log2e = cpu::splat(math::log2e), scale_lanes = cpu::splat(scale);
         const std::int64_t key_end = causal && q0 + nq < seq_k ? q0 + nq : seq_k;
         for (std::int64_t k0 = 0; k0 < key_end; k0 += BK) {
           const std::int64_t nk = key_end - k0 < BK ? key_end - k0 : BK;
           const std::int64_t key_rows = Tiles::round_up(nk, R);
           for (std::int64_t j = 0; j < nk; ++j) {
-            ROOFTOP_SIMD
-            for (std::int64_t c = 0; c < d; ++c) ks[j * d + c] = float(k_rows[(k0 + j) * k_ld + c]);
+            if constexpr (pairs) {
+              for (std::int64_t w = 0; w < dw; ++w) ksw[j * dw + w] = pair_of(k_rows + (k0 + j) * k_ld, w);
+            } else {
+              ROOFTOP_SIMD
+              for (std::int64_t c = 0; c < d; ++c) ks[j * d + c] = float(k_rows[(k0 + j) * k_ld + c]);
+            }
             ROOFTOP_SIMD
             for (std::int64_t c = 0; c < d; ++c) vs[j * dp + c] = float(v_rows[(k0 + j) * v_ld + c]);
           }
-          for (std::int64_t t = nk * d; t < key_rows * d; ++t) ks[t] = 0.0f;
+          if constexpr (pairs) {
+            for (std::int64_t t = nk * dw; t < key_rows * dw; ++t) ksw[t] = 0u;
+          } else {
+            for (std::int64_t t = nk * d; t < key_rows * d; ++t) ks[t] = 0.0f;
+          }
           // S^T (key_rows, cols) = K tile x Q^T. Causal, a block whose keys all come after its
           // queries is left unformed: the softmax masks every score of it to -inf (below).
           // (That and the shorter P V below: 1x8x4096x64 causal, 2 threads, scratch program,
           // three alternations: 47.2-49.2 -> 46.3-47.7 ms, the same outputs.)
           for (std::int64_t j0 = 0; j0 < key_rows; j0 += R)
             for (std::int64_t i0 = 0; i0 < cols; i0 += C)
-              if (!causal || k0 + j0 <= q0 + i0 + C - 1)
+              if (!causal || k0 + j0 <= q0 + i0 + C - 1) {
+#if defined(ROOFTOP_HAS_BF16_PAIRS)
+                if constexpr (pairs) {
+                  cpu::gemm_block_bf16_pairs<R, C, false>(dw, ksw + j0 * dw, dw, qtw + i0, BQ, st + j0 * BQ + i0, BQ);
+                  continue;
+                }
+#endif
                 cpu::gemm_block<R, C, false>(d, ks + j0 * d, 1, d, qt + i0, BQ, st + j0 * BQ + i0, BQ);
+              }
           // The online softmax down each column (query), a register block's two registers of
           // queries at a time, each with P partials (keys j, j + P, ... in partial j % P): 2P
           // chains of operations. Key k0 + j is visible to query q0 + i if j < nk and, causal,
@@ -574,7 +615,8 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
             for (int u = 0; u < 2; ++u)
               for (std::int64_t e = 0; e < W; ++e) lane[u][e] = static_cast<float>(q0 + (g + u) * W + e - k0);
             auto score = [&](const std::int64_t j, const int u) {
-              const Floats x = cpu::load_floats(st + j * BQ + (g + u) * W);
+              Floats x = cpu::load_floats(st + j * BQ + (g + u) * W);
+              if constexpr (pairs) x = x * scale_lanes;
               return causal ? (lane[u] >= cpu::splat(static_cast<float>(j)) ? x : cpu::splat(minus_inf)) : x;
             };
             Floats m_old[2], m_new[2], m_safe[2], part[2][P];

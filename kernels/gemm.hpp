@@ -284,7 +284,7 @@ void gemm_slice_bf16_pairs(const P& p, std::int64_t bt, std::int64_t m0, std::in
   for (int jr = 0; jr < panels; ++jr)
     for (int ir = 0; ir < row_blocks; ++ir)
       cpu::gemm_block_bf16_pairs<MR, NR>(kp, as + static_cast<std::int64_t>(ir) * MR * KC, KC,
-                                         bs + static_cast<std::int64_t>(jr) * kp * NR, cs + ir * MR * nc + jr * NR, nc);
+                                         bs + static_cast<std::int64_t>(jr) * kp * NR, NR, cs + ir * MR * nc + jr * NR, nc);
 }
 #endif
 

@@ -120,20 +120,21 @@ template <int MR, int NR, bool accumulate = true, class Acc>
 }
 
 /// c[i ldc + j] += sum over k < 2 kp of A(i, k) B(k, j) for i < MR, j < NR, with bf16 A and B
-/// packed in pairs along k: a[i a_i + p] holds A(i, 2p) and A(i, 2p + 1), b[p NR + j] holds
+/// packed in pairs along k: a[i a_i + p] holds A(i, 2p) and A(i, 2p + 1), b[p b_p + j] holds
 /// B(2p, j) and B(2p + 1, j) (each pair as one 32-bit word, the even k in the low half: the
 /// order of two consecutive bf16 in memory). One bf16_pair_dot per register of C and pair.
-template <int MR, int NR>
+/// With `accumulate` false the block starts from 0 (C is not read).
+template <int MR, int NR, bool accumulate = true>
 [[gnu::always_inline]] inline void gemm_block_bf16_pairs(std::int64_t kp, const std::uint32_t* a, std::int64_t a_i,
-                                                         const std::uint32_t* b, float* c, std::int64_t ldc) {
+                                                         const std::uint32_t* b, std::int64_t b_p, float* c, std::int64_t ldc) {
   static_assert(NR % 16 == 0, "gemm_block_bf16_pairs: NR whole registers of sixteen columns");
   constexpr int W = NR / 16;
   __m512 acc[MR][W];
   for (int i = 0; i < MR; ++i)
-    for (int w = 0; w < W; ++w) acc[i][w] = _mm512_loadu_ps(c + i * ldc + w * 16);
+    for (int w = 0; w < W; ++w) acc[i][w] = accumulate ? _mm512_loadu_ps(c + i * ldc + w * 16) : _mm512_setzero_ps();
   for (std::int64_t p = 0; p < kp; ++p) {
     __m512i bp[W];
-    for (int w = 0; w < W; ++w) bp[w] = _mm512_loadu_si512(b + p * NR + w * 16);
+    for (int w = 0; w < W; ++w) bp[w] = _mm512_loadu_si512(b + p * b_p + w * 16);
     for (int i = 0; i < MR; ++i) {
       const __m512i ai = _mm512_set1_epi32(static_cast<int>(a[i * a_i + p]));
       for (int w = 0; w < W; ++w) acc[i][w] = bf16_pair_dot(acc[i][w], ai, bp[w]);
