@@ -100,12 +100,11 @@ OpInstance make(const Exec& exec, const Shape& s, bool causal, std::uint64_t see
   OpInstance op;
   op.cost = cost<T>(s, causal);
   op.shape = s;
-  // On GPUs (bf16, fp16) every product runs on the tensor cores; on AVX512-BF16 hosts (bf16) the
-  // scores' half does, on the pair dot products, so the fp32 peak would not bound it: held to
-  // the matrix peak there, a conservative roof.
-  const bool p_rounded = rooftop::detail::attention_uses_matrix_units<Exec, T>(d);
-  op.matrix_units = p_rounded || rooftop::detail::attention_uses_bf16_pairs<Exec, T>;
+  // Every product on GPUs' tensor cores (bf16, fp16) or AVX512-BF16 hosts' pair dot products
+  // (bf16), which multiply V by the probabilities rounded to T.
+  op.matrix_units = rooftop::detail::attention_uses_matrix_units<Exec, T>(d) || rooftop::detail::attention_uses_bf16_pairs<Exec, T>;
   op.run = [=] { rooftop::attention(exec, q, k, v, o, scale, causal); };
+  const bool p_rounded = op.matrix_units;
   op.verify = [=]() -> std::string {
     const auto hq = to_host_flat(q), hk = to_host_flat(k), hv = to_host_flat(v), ho = to_host_flat(o);
     const std::int64_t rows = b * h * seq;

@@ -458,23 +458,25 @@ struct HostAttentionTiles {
   static constexpr std::int64_t scratch_budget = 384 * 1024;
   static constexpr std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
   /// In floats, for BQ queries, BK keys and head_dim d: Q^T (d, BQ), K (BKr, d), V (BK, dp),
-  /// the scores and then probabilities transposed (BKr, BQ), the accumulator (BQ, dp), and m,
-  /// l, alpha (BQ) each; BKr is BK rounded up to the block's rows, dp head_dim to its columns.
+  /// the scores and then probabilities transposed (BKr, BQ), the accumulator (BQ, dp; with
+  /// bf16 pairs transposed, (dr, BQ)), and m, l, alpha (BQ) each; BKr is BK rounded up to the
+  /// block's rows, dp head_dim to its columns, dr head_dim to its rows.
   struct Layout {
-    std::int64_t block_q, keys, dp, bkr, qt, k, v, st, acc, m, l, alpha, floats;
+    std::int64_t block_q, keys, dp, dr, bkr, qt, k, v, st, acc, m, l, alpha, floats;
   };
   static constexpr Layout layout(std::int64_t block_q, std::int64_t keys, std::int64_t d) {
     Layout t{};
     t.block_q = block_q;
     t.keys = keys;
     t.dp = round_up(d, block_cols);
+    t.dr = round_up(d, block_rows);
     t.bkr = round_up(keys, block_rows);
     t.qt = 0;
     t.k = t.qt + d * block_q;
     t.v = t.k + t.bkr * d;
     t.st = t.v + keys * t.dp;
     t.acc = t.st + t.bkr * block_q;
-    t.m = t.acc + block_q * t.dp;
+    t.m = t.acc + block_q * (t.dp > t.dr ? t.dp : t.dr);
     t.l = t.m + block_q;
     t.alpha = t.l + block_q;
     t.floats = t.alpha + block_q;
@@ -523,7 +525,8 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
   const auto scratch_bytes = scratch_lines_bytes<Exec, float>(tile.floats);
   // bf16 on AVX512-BF16 hosts: S^T from Q and K in pairs along head_dim as stored (dw words a
   // row, an odd head_dim's last pair padded with 0), two products per instruction
-  // (cpu::gemm_block_bf16_pairs), and the scale applied to the scores; P V stays in fp32.
+  // (cpu::gemm_block_bf16_pairs), and the scale applied to the scores; P V likewise, from the
+  // probabilities rounded to bf16 (as on GPUs' matrix units), into a transposed accumulator.
   constexpr bool pairs = attention_uses_bf16_pairs<Exec, T>;
   const std::int64_t dw = (d + 1) / 2;
   const auto pair_of = [d](const T* row, const std::int64_t w) -> std::uint32_t {
@@ -563,12 +566,12 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
           for (std::int64_t c = 0; c < d; ++c)
             for (std::int64_t i = 0; i < BQ; ++i) qt[c * BQ + i] = i < nq ? scale * float(q_rows[i * q_ld + c]) : 0.0f;
         }
-        for (std::int64_t t = 0; t < BQ * dp; ++t) acc[t] = 0.0f;
+        for (std::int64_t t = 0; t < tile.m - tile.acc; ++t) acc[t] = 0.0f;
         for (std::int64_t i = 0; i < BQ; ++i) {
           m[i] = minus_inf;
           l[i] = 0.0f;
         }
-        for (std::int64_t t = 0; t < BK * dp; ++t) vs[t] = 0.0f;  // head_dim's padding stays 0
+        for (std::int64_t t = 0; t < BK * dp; ++t) vs[t] = 0.0f;  // head_dim's padding stays 0 (pairs: V^T's rows past d)
         const Floats log2e = cpu::splat(math::log2e), scale_lanes = cpu::splat(scale);
         const std::int64_t key_end = causal && q0 + nq < seq_k ? q0 + nq : seq_k;
         for (std::int64_t k0 = 0; k0 < key_end; k0 += BK) {
@@ -581,8 +584,10 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
               ROOFTOP_SIMD
               for (std::int64_t c = 0; c < d; ++c) ks[j * d + c] = float(k_rows[(k0 + j) * k_ld + c]);
             }
-            ROOFTOP_SIMD
-            for (std::int64_t c = 0; c < d; ++c) vs[j * dp + c] = float(v_rows[(k0 + j) * v_ld + c]);
+            if constexpr (!pairs) {
+              ROOFTOP_SIMD
+              for (std::int64_t c = 0; c < d; ++c) vs[j * dp + c] = float(v_rows[(k0 + j) * v_ld + c]);
+            }
           }
           if constexpr (pairs) {
             for (std::int64_t t = nk * dw; t < key_rows * dw; ++t) ksw[t] = 0u;
@@ -657,6 +662,44 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
               __builtin_memcpy(alpha + (g + u) * W, &a, sizeof(Floats));
             }
           }
+#if defined(ROOFTOP_HAS_BF16_PAIRS)
+          if constexpr (pairs) {
+            // The accumulator transposed, (dr, BQ) = alpha * it + V^T x P^T, both in bf16 pairs
+            // along the keys: P^T's from S^T's rows two at a time, rounded to bf16 and written
+            // over them in place (row p of words from rows 2p and 2p + 1 of floats, already
+            // read); V^T's from V's rows two at a time into W (nkp, d) in the K tile's room,
+            // free once S^T is formed, then transposed into the V tile's room (d, BK / 2).
+            const std::int64_t nkp = (nk + 1) / 2, kpt = BK / 2;
+            auto* const pw = reinterpret_cast<std::uint32_t*>(st);
+            auto* const vtw = reinterpret_cast<std::uint32_t*>(vs);
+            const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                                        6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+            for (std::int64_t p = 0; p < nkp; ++p)
+              for (std::int64_t i = 0; i < cols; i += W) {
+                const __m512 even = _mm512_loadu_ps(st + 2 * p * BQ + i);
+                const __m512 odd = 2 * p + 1 < nk ? _mm512_loadu_ps(st + (2 * p + 1) * BQ + i) : _mm512_setzero_ps();
+                const __m512i halves = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
+                _mm512_storeu_si512(pw + p * BQ + i, _mm512_permutexvar_epi16(interleave, halves));
+              }
+            for (std::int64_t p = 0; p < nkp; ++p) {
+              const T* const even = v_rows + (k0 + 2 * p) * v_ld;
+              const T* const odd = 2 * p + 1 < nk ? even + v_ld : nullptr;
+              for (std::int64_t c = 0; c < d; ++c)
+                ksw[p * d + c] = static_cast<std::uint32_t>(even[c].bits) | (odd ? static_cast<std::uint32_t>(odd[c].bits) << 16 : 0u);
+            }
+            for (std::int64_t c = 0; c < d; ++c)
+              for (std::int64_t p = 0; p < nkp; ++p) vtw[c * kpt + p] = ksw[p * d + c];
+            for (std::int64_t c = 0; c < tile.dr; ++c)
+              for (std::int64_t i = 0; i < cols; ++i) acc[c * BQ + i] *= alpha[i];
+            for (std::int64_t i0 = 0; i0 < cols; i0 += C) {
+              // Causal: the keys past the block's last query have probability 0 in all its columns.
+              const std::int64_t visible = causal && q0 + i0 + C - k0 < nk ? q0 + i0 + C - k0 : nk;
+              for (std::int64_t c0 = 0; c0 < tile.dr && visible > 0; c0 += R)
+                cpu::gemm_block_bf16_pairs<R, C>((visible + 1) / 2, vtw + c0 * kpt, kpt, pw + i0, BQ, acc + c0 * BQ + i0, BQ);
+            }
+            continue;
+          }
+#endif
           // Accumulator (rows, dp) = alpha * accumulator + P (read from S^T) x V tile.
           for (std::int64_t i = 0; i < rows; ++i)
             for (std::int64_t c = 0; c < dp; ++c) acc[i * dp + c] *= alpha[i];
@@ -670,7 +713,8 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
         T* const o_rows = o.data() + b * o_stride[0] + h * o_stride[1] + q0 * o_stride[2];
         for (std::int64_t i = 0; i < nq; ++i) {
           const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;  // l = 0: no visible key, output 0
-          for (std::int64_t c = 0; c < d; ++c) o_rows[i * o_stride[2] + c] = T(acc[i * dp + c] * inv);
+          for (std::int64_t c = 0; c < d; ++c)
+            o_rows[i * o_stride[2] + c] = T((pairs ? acc[c * BQ + i] : acc[i * dp + c]) * inv);
         }
       });
 }

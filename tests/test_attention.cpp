@@ -116,7 +116,9 @@ void run_and_check(const Dims& n, float scale, bool causal, bool misaligned = fa
   } else {
     rooftop::attention(Exec(), q, k, v, o, scale, causal);
   }
-  check_all<T>(to_host(n, q, k, v, o), scale, causal, matrix_units || detail::attention_uses_matrix_units<Exec, T>(n.head_dim));
+  // The matrix units and the host's bf16 pairs multiply V by the probabilities rounded to T.
+  check_all<T>(to_host(n, q, k, v, o), scale, causal,
+               matrix_units || detail::attention_uses_matrix_units<Exec, T>(n.head_dim) || detail::attention_uses_bf16_pairs<Exec, T>);
 }
 
 /// Tiles for the matrix-unit driver with one warp (on the host, one thread) or two, and tiles
