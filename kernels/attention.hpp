@@ -529,7 +529,7 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
   // probabilities rounded to bf16 (as on GPUs' matrix units), into a transposed accumulator.
   constexpr bool pairs = attention_uses_bf16_pairs<Exec, T>;
   const std::int64_t dw = (d + 1) / 2;
-  const auto pair_of = [d](const T* row, const std::int64_t w) -> std::uint32_t {
+  const auto pair_of = [=](const T* row, const std::int64_t w) -> std::uint32_t {
     if constexpr (std::is_same_v<T, bf16>) {
       return static_cast<std::uint32_t>(row[2 * w].bits) | (2 * w + 1 < d ? static_cast<std::uint32_t>(row[2 * w + 1].bits) << 16 : 0u);
     } else {
@@ -614,7 +614,7 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
           // chains of operations. Key k0 + j is visible to query q0 + i if j < nk and, causal,
           // k0 + j <= q0 + i.
           constexpr int P = Tiles::softmax_partials;
-          const auto nan_max = [](const Floats x, const Floats y) { return (x != x) | (x > y) ? x : y; };
+          const auto nan_max = [](const Floats x, const Floats y) { return ((x != x) | (x > y)) ? x : y; };
           for (std::int64_t g = 0; g < regs; g += 2) {
             Floats lane[2];
             for (int u = 0; u < 2; ++u)
