@@ -529,14 +529,6 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
   // probabilities rounded to bf16 (as on GPUs' matrix units), into a transposed accumulator.
   constexpr bool pairs = attention_uses_bf16_pairs<Exec, T>;
   const std::int64_t dw = (d + 1) / 2;
-  const auto pair_of = [=](const T* row, const std::int64_t w) -> std::uint32_t {
-    if constexpr (std::is_same_v<T, bf16>) {
-      return static_cast<std::uint32_t>(row[2 * w].bits) | (2 * w + 1 < d ? static_cast<std::uint32_t>(row[2 * w + 1].bits) << 16 : 0u);
-    } else {
-      (void)row, (void)w;
-      return 0u;
-    }
-  };
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
   const Strides3 q_stride(q), k_stride(k), v_stride(v), o_stride(o);
   Kokkos::parallel_for(
@@ -560,8 +552,13 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
         // Q^T (d, BQ) scaled, queries past nq 0 (bf16 pairs: Q^T in pairs along head_dim, as
         // stored, the scale applied to the scores); the accumulator, m and l as for no key yet.
         if constexpr (pairs) {
-          for (std::int64_t i = 0; i < BQ; ++i)
-            for (std::int64_t w = 0; w < dw; ++w) qtw[w * BQ + i] = i < nq ? pair_of(q_rows + i * q_ld, w) : 0u;
+          for (std::int64_t i = 0; i < BQ; ++i) {
+            if (i < nq) {
+              cpu::bf16_row_pairs(q_rows + i * q_ld, d, qtw + i, BQ);
+            } else {
+              for (std::int64_t w = 0; w < dw; ++w) qtw[w * BQ + i] = 0u;
+            }
+          }
         } else {
           for (std::int64_t c = 0; c < d; ++c)
             for (std::int64_t i = 0; i < BQ; ++i) qt[c * BQ + i] = i < nq ? scale * float(q_rows[i * q_ld + c]) : 0.0f;
@@ -579,12 +576,10 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
           const std::int64_t key_rows = Tiles::round_up(nk, R);
           for (std::int64_t j = 0; j < nk; ++j) {
             if constexpr (pairs) {
-              for (std::int64_t w = 0; w < dw; ++w) ksw[j * dw + w] = pair_of(k_rows + (k0 + j) * k_ld, w);
+              cpu::bf16_row_pairs(k_rows + (k0 + j) * k_ld, d, ksw + j * dw);
             } else {
               ROOFTOP_SIMD
               for (std::int64_t c = 0; c < d; ++c) ks[j * d + c] = float(k_rows[(k0 + j) * k_ld + c]);
-            }
-            if constexpr (!pairs) {
               ROOFTOP_SIMD
               for (std::int64_t c = 0; c < d; ++c) vs[j * dp + c] = float(v_rows[(k0 + j) * v_ld + c]);
             }
@@ -667,8 +662,8 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
             // The accumulator transposed, (dr, BQ) = alpha * it + V^T x P^T, both in bf16 pairs
             // along the keys: P^T's from S^T's rows two at a time, rounded to bf16 and written
             // over them in place (row p of words from rows 2p and 2p + 1 of floats, already
-            // read); V^T's from V's rows two at a time into W (nkp, d) in the K tile's room,
-            // free once S^T is formed, then transposed into the V tile's room (d, BK / 2).
+            // read); V^T's from V's rows two at a time, written down the columns of the V
+            // tile's room (d, BK / 2).
             const std::int64_t nkp = (nk + 1) / 2, kpt = BK / 2;
             auto* const pw = reinterpret_cast<std::uint32_t*>(st);
             auto* const vtw = reinterpret_cast<std::uint32_t*>(vs);
@@ -683,12 +678,8 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
               }
             for (std::int64_t p = 0; p < nkp; ++p) {
               const T* const even = v_rows + (k0 + 2 * p) * v_ld;
-              const T* const odd = 2 * p + 1 < nk ? even + v_ld : nullptr;
-              for (std::int64_t c = 0; c < d; ++c)
-                ksw[p * d + c] = static_cast<std::uint32_t>(even[c].bits) | (odd ? static_cast<std::uint32_t>(odd[c].bits) << 16 : 0u);
+              cpu::bf16_interleave_rows(even, 2 * p + 1 < nk ? even + v_ld : nullptr, d, vtw + p, kpt);
             }
-            for (std::int64_t c = 0; c < d; ++c)
-              for (std::int64_t p = 0; p < nkp; ++p) vtw[c * kpt + p] = ksw[p * d + c];
             for (std::int64_t c = 0; c < tile.dr; ++c)
               for (std::int64_t i = 0; i < cols; ++i) acc[c * BQ + i] *= alpha[i];
             for (std::int64_t i0 = 0; i0 < cols; i0 += C) {

@@ -38,7 +38,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 namespace rooftop {
@@ -248,18 +247,16 @@ template <int MR, int NR, int KC, int b_rows_ahead, class P>
 void gemm_slice_bf16_pairs(const P& p, std::int64_t bt, std::int64_t m0, std::int64_t n0, int mv, int nv, std::int64_t k0, int kc,
                            bool run_a, bool run_b, std::uint32_t* as, std::uint32_t* bs, float* cs, int nc) {
   const int kp = (kc + 1) / 2, row_blocks = (mv + MR - 1) / MR, panels = (nv + NR - 1) / NR;
-  auto bits = [](const bf16 v) { return static_cast<std::uint32_t>(v.bits); };
+  const bf16 zero = bf16::from_bits(0);
   for (int row = 0; row < row_blocks * MR; ++row) {
     std::uint32_t* const dst = as + static_cast<std::int64_t>(row) * KC;
     if (row >= mv) {
       for (int q = 0; q < kp; ++q) dst[q] = 0;
     } else if (run_a) {
-      std::memcpy(dst, p.a.address(bt, m0 + row, k0), static_cast<std::size_t>(kc) * sizeof(bf16));
-      if (kc % 2 != 0) dst[kp - 1] &= 0xffffu;
+      cpu::bf16_row_pairs(p.a.address(bt, m0 + row, k0), kc, dst);
     } else {
       for (int q = 0; q < kp; ++q)
-        dst[q] = bits(p.a.element(bt, m0 + row, k0 + 2 * q)) |
-                 (2 * q + 1 < kc ? bits(p.a.element(bt, m0 + row, k0 + 2 * q + 1)) << 16 : 0u);
+        dst[q] = cpu::bf16_pair(p.a.element(bt, m0 + row, k0 + 2 * q), 2 * q + 1 < kc ? p.a.element(bt, m0 + row, k0 + 2 * q + 1) : zero);
     }
   }
   for (int q = 0; q < kp; ++q) {
@@ -270,14 +267,12 @@ void gemm_slice_bf16_pairs(const P& p, std::int64_t bt, std::int64_t m0, std::in
       std::uint32_t* const dst = bs + (static_cast<std::int64_t>(jr) * kp + q) * NR;
       const int j0 = jr * NR;
       if (run_b && j0 + NR <= nv) {
-        const bf16* const even_row = p.b.address(bt, k0 + 2 * q, n0 + j0);
-        const bf16* const odd_row = odd ? p.b.address(bt, k0 + 2 * q + 1, n0 + j0) : even_row;
-        for (int j = 0; j < NR; ++j) dst[j] = bits(even_row[j]) | (odd ? bits(odd_row[j]) << 16 : 0u);
+        cpu::bf16_interleave_rows(p.b.address(bt, k0 + 2 * q, n0 + j0), odd ? p.b.address(bt, k0 + 2 * q + 1, n0 + j0) : nullptr, NR, dst);
       } else {
         for (int j = 0; j < NR; ++j)
           dst[j] = j0 + j >= nv ? 0u
-                                : bits(p.b.element(bt, k0 + 2 * q, n0 + j0 + j)) |
-                                      (odd ? bits(p.b.element(bt, k0 + 2 * q + 1, n0 + j0 + j)) << 16 : 0u);
+                                : cpu::bf16_pair(p.b.element(bt, k0 + 2 * q, n0 + j0 + j),
+                                                 odd ? p.b.element(bt, k0 + 2 * q + 1, n0 + j0 + j) : zero);
       }
     }
   }

@@ -9,7 +9,10 @@
 /// threads, Zen 5 VM).
 #pragma once
 
+#include "../../core/types.hpp"
+
 #include <cstdint>
+#include <cstring>
 
 #if !defined(__CUDA_ARCH__) && defined(__FMA__) && (defined(__AVX512F__) || defined(__AVX2__))
 #include <immintrin.h>
@@ -108,6 +111,33 @@ template <int MR, int NR, bool accumulate = true, class Acc>
     for (int w = 0; w < W; ++w) L::store(c + i * ldc + w * L::width, acc[i][w]);
 }
 #endif
+
+/// The 32-bit word of a pair of bf16 along k, as gemm_block_bf16_pairs takes them: `even` in
+/// the low half, `odd` in the high one (two consecutive bf16 in memory, read as one word).
+inline std::uint32_t bf16_pair(bf16 even, bf16 odd) { return even.bits | static_cast<std::uint32_t>(odd.bits) << 16; }
+
+/// out[p * out_stride] = bf16_pair(row[2p], row[2p + 1]) for p < (n + 1) / 2, an odd n's last
+/// pair padded with 0: a row in pairs along itself (contiguous, the row's own bytes).
+[[gnu::always_inline]] inline void bf16_row_pairs(const bf16* row, std::int64_t n, std::uint32_t* out, std::int64_t out_stride = 1) {
+  if (out_stride == 1) {
+    std::memcpy(out, row, static_cast<std::size_t>(n) * sizeof(bf16));
+    if (n % 2 != 0) out[n / 2] = bf16_pair(row[n - 1], bf16::from_bits(0));
+    return;
+  }
+  for (std::int64_t p = 0; 2 * p < n; ++p) out[p * out_stride] = bf16_pair(row[2 * p], 2 * p + 1 < n ? row[2 * p + 1] : bf16::from_bits(0));
+}
+
+/// out[j * out_stride] = bf16_pair(even[j], odd[j]) for j < n, with odd null for a row of 0:
+/// two rows in pairs across them (contiguous: a loop the compiler vectorizes).
+[[gnu::always_inline]] inline void bf16_interleave_rows(const bf16* even, const bf16* odd, std::int64_t n, std::uint32_t* out,
+                                                        std::int64_t out_stride = 1) {
+  const bf16 zero = bf16::from_bits(0);
+  if (out_stride == 1) {
+    for (std::int64_t j = 0; j < n; ++j) out[j] = bf16_pair(even[j], odd ? odd[j] : zero);
+    return;
+  }
+  for (std::int64_t j = 0; j < n; ++j) out[j * out_stride] = bf16_pair(even[j], odd ? odd[j] : zero);
+}
 
 #if defined(ROOFTOP_HAS_GEMM_BLOCK) && defined(__AVX512F__) && defined(__AVX512BF16__)
 #define ROOFTOP_HAS_BF16_PAIRS 1
