@@ -19,6 +19,7 @@
 /// reduce their partial sums; a team is a block of such rows.
 #pragma once
 
+#include "../backends/cpu/spmv_block.hpp"
 #include "../backends/cpu/streaming_store.hpp"
 #include "../core/cost.hpp"
 #include "../core/error.hpp"
@@ -104,6 +105,8 @@ struct SpmvShape {
   /// (HostEntries::sum_short_row).
   static constexpr std::int64_t cpu_tree_entries = 8;
   static_assert(cpu_tree_entries <= 8, "spmv: sum_short_row sums rows of at most 8 entries");
+  /// CPU: most rows taken one at a time after misses in a row before spmv_block is tried again.
+  static constexpr std::int64_t cpu_block_backoff = 64;
 
   /// GPU lanes per row: the mean row length rounded up to a power of two, at most a warp (7 for
   /// the 3D Laplacian gives 8; long rows loop over their entries 32 at a time).
@@ -255,7 +258,7 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
           // 1.02-1.10x, fp16 0.91-0.97x (its conversions fill the FP pipes, and a tree of 7 takes
           // 10 FP operations where the chain takes 7); the harness's single runs moved more than
           // that from run to run.
-          for (std::int64_t r = blk * block; r < last; ++r) {
+          auto one_row = [&](const std::int64_t r) {
             const std::int64_t b0 = rp[r], e0 = rp[r + 1];
             if constexpr (prefetches) {
               cpu::prefetch_line(row_entries.values + b0 + values_ahead);
@@ -269,7 +272,45 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
             }
             T& out = yp[r * sy];
             out = cpu::from_compute<T>(beta_y ? alpha * sum + beta * cpu::to_compute(out) : alpha * sum);
+          };
+          std::int64_t r = blk * block;
+#if defined(ROOFTOP_HAS_SPMV_BLOCK)
+          if constexpr (contiguous && std::is_same_v<Index, std::int32_t>) {
+            // Blocks of rows of one structure a vector at a time (cpu::spmv_block), the rest one
+            // at a time. A block that fails names its first misfit row: the rows before it go
+            // one at a time and the next try starts there, or, after misses in a row (a matrix
+            // without such blocks: random sparsity, long rows), further on, up to
+            // Shape::cpu_block_backoff rows, so that checking costs little where it never pays.
+            constexpr int lanes = cpu::detail::SpmvLanes<T>::lanes;
+            int misses = 0;
+            while (r + lanes <= last) {
+              const std::int64_t length = rp[r + 1] - rp[r];
+              int done = 0;
+              switch (length) {
+                case 1: done = cpu::spmv_block<1>(rp, row_entries.col_idx, row_entries.values, row_entries.x, yp, r, alpha, beta, beta_y); break;
+                case 2: done = cpu::spmv_block<2>(rp, row_entries.col_idx, row_entries.values, row_entries.x, yp, r, alpha, beta, beta_y); break;
+                case 3: done = cpu::spmv_block<3>(rp, row_entries.col_idx, row_entries.values, row_entries.x, yp, r, alpha, beta, beta_y); break;
+                case 4: done = cpu::spmv_block<4>(rp, row_entries.col_idx, row_entries.values, row_entries.x, yp, r, alpha, beta, beta_y); break;
+                case 5: done = cpu::spmv_block<5>(rp, row_entries.col_idx, row_entries.values, row_entries.x, yp, r, alpha, beta, beta_y); break;
+                case 6: done = cpu::spmv_block<6>(rp, row_entries.col_idx, row_entries.values, row_entries.x, yp, r, alpha, beta, beta_y); break;
+                case 7: done = cpu::spmv_block<7>(rp, row_entries.col_idx, row_entries.values, row_entries.x, yp, r, alpha, beta, beta_y); break;
+                case 8: done = cpu::spmv_block<8>(rp, row_entries.col_idx, row_entries.values, row_entries.x, yp, r, alpha, beta, beta_y); break;
+                default: break;
+              }
+              if (done == lanes) {
+                r += lanes;
+                misses = 0;
+                continue;
+              }
+              ++misses;
+              std::int64_t skip = std::int64_t{1} << (misses < 10 ? misses : 10);
+              if (skip > Shape::cpu_block_backoff) skip = Shape::cpu_block_backoff;
+              const std::int64_t until = r + (done > skip ? done : skip) < last ? r + (done > skip ? done : skip) : last;
+              for (; r < until; ++r) one_row(r);
+            }
           }
+#endif
+          for (; r < last; ++r) one_row(r);
         });
   };
   if (x.stride(0) == 1 && y.stride(0) == 1) {

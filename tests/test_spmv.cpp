@@ -108,6 +108,104 @@ TEST_CASE_TEMPLATE("spmv: y = alpha A x + beta y; beta == 0 never reads y", T, R
   check_spmv(laplacian_3d<T, std::int32_t>(exec, 9, 8, 7), 3.0, 0.0);  // y starts NaN
 }
 
+/// A banded (rows, cols) matrix built on the host: row r holds columns r + offsets[e] that lie
+/// in [0, cols) (so the first and last rows hold fewer), values in [-1, 1). Then, for each
+/// (row, entry) in `moved`, that entry's column moved to another column not in its row, and
+/// each row in `shortened` one entry shorter, and each row in `merged` emptied into the front
+/// of the next: rows of the same length as their neighbours but another pattern, and rows of
+/// another length, where blocks of rows of one structure (cpu::spmv_block) must stop.
+template <class T, class Index>
+Csr<T, Index, Memory> host_banded(std::int64_t rows, std::int64_t cols, const std::vector<std::int64_t>& offsets,
+                                  const std::vector<std::pair<std::int64_t, std::int64_t>>& moved,
+                                  const std::vector<std::int64_t>& shortened, std::uint64_t seed,
+                                  const std::vector<std::int64_t>& merged = {}) {
+  std::mt19937_64 gen(seed);
+  std::vector<std::vector<Index>> row_cols(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (const std::int64_t o : offsets)
+      if (r + o >= 0 && r + o < cols) row_cols[r].push_back(static_cast<Index>(r + o));
+  for (const auto& [r, e] : moved) {
+    auto& row = row_cols[r];
+    REQUIRE(e < static_cast<std::int64_t>(row.size()));
+    Index c = row[e];
+    while (std::find(row.begin(), row.end(), c) != row.end()) c = static_cast<Index>((c + 1) % cols);
+    row[e] = c;
+  }
+  for (const std::int64_t r : shortened) row_cols[r].pop_back();
+  for (const std::int64_t r : merged) {
+    row_cols[r + 1].insert(row_cols[r + 1].begin(), row_cols[r].begin(), row_cols[r].end());
+    row_cols[r].clear();
+  }
+  std::vector<Index> row_ptr{0}, col_idx;
+  std::vector<double> values;
+  for (const auto& row : row_cols) {
+    for (const Index c : row) {
+      col_idx.push_back(c);
+      values.push_back(std::uniform_real_distribution<double>(-1, 1)(gen));
+    }
+    row_ptr.push_back(static_cast<Index>(col_idx.size()));
+  }
+  return csr_from_host<T, Index, Memory>(rows, cols, row_ptr, col_idx, values);
+}
+
+TEST_CASE_TEMPLATE("spmv: banded rows of 1 to 9 entries, blocks broken by moved columns and short rows", T, ROOFTOP_DTYPES) {
+  // Rows of one structure go a vector of rows at a time on AVX-512 hosts (16 rows; 8 for
+  // fp64); every way a block can fail must fall back to the rows one at a time, exactly.
+  const std::vector<std::vector<std::int64_t>> bands{{0},          {-1, 1},          {-1, 0, 1},         {-9, 0, 2, 40},
+                                                     {-5, -1, 0, 1, 5}, {-30, -6, -1, 0, 1, 6}, {-100, -10, -1, 0, 1, 10, 100},
+                                                     {-3, -2, -1, 0, 1, 2, 3, 4}, {-4, -3, -2, -1, 0, 1, 2, 3, 4}};
+  for (const auto& offsets : bands) {
+    CAPTURE(offsets.size());
+    const std::int64_t rows = 16 * 23 + 5, cols = rows + 3;
+    check_spmv(host_banded<T, std::int32_t>(rows, cols, offsets, {}, {}, test::next_seed()));
+    // Moved columns at the first, a middle and the last row of blocks of 16 and of 8, at the
+    // first and the last entry; short rows likewise; the block after each takes over again.
+    const std::int64_t last = static_cast<std::int64_t>(offsets.size()) - 1;
+    const std::vector<std::pair<std::int64_t, std::int64_t>> moved{{160, 0}, {167, last}, {183, 0}, {199, last}, {200, 0},
+                                                                   {215, last}, {232, 0}, {239, 0}};
+    check_spmv(host_banded<T, std::int32_t>(rows, cols, offsets, moved, {}, test::next_seed()), 1.5, -0.5);
+    check_spmv(host_banded<T, std::int32_t>(rows, cols, offsets, {}, {64, 79, 95, 96, 104, 250, rows - 1}, test::next_seed()));
+    check_spmv(host_banded<T, std::int64_t>(rows, cols, offsets, moved, {64}, test::next_seed()));
+    // Every row full (the offsets shifted to start at 0), so that blocks start at row 0, 16, ...
+    // (0, 8, ... for fp64): one moved entry or one short row at each row of the blocks from row
+    // 32, in a matrix of its own.
+    std::vector<std::int64_t> full = offsets;
+    for (auto& o : full) o -= offsets.front();
+    const std::int64_t full_rows = 16 * 5 + 3, full_cols = full_rows + full.back() + 1;
+    check_spmv(host_banded<T, std::int32_t>(full_rows, full_cols, full, {}, {}, test::next_seed()));
+    for (std::int64_t r = 32; r < 48; ++r) {
+      CAPTURE(r);
+      check_spmv(host_banded<T, std::int32_t>(full_rows, full_cols, full, {{r, 0}}, {}, test::next_seed()));
+      check_spmv(host_banded<T, std::int32_t>(full_rows, full_cols, full, {{r, last}}, {}, test::next_seed()));
+      check_spmv(host_banded<T, std::int32_t>(full_rows, full_cols, full, {}, {r}, test::next_seed()));
+    }
+  }
+  // A diagonal whose row r is emptied into row r + 1: col_idx is the diagonal's, only row_ptr
+  // tells them apart.
+  for (std::int64_t r = 32; r < 48; ++r) check_spmv(host_banded<T, std::int32_t>(83, 83, {0}, {}, {}, test::next_seed(), {r}));
+  // Rows of 7 entries at random columns: no block ever fits.
+  check_spmv(random_csr<T, std::int32_t>(Exec(), 5000, 6000, 7, test::next_seed()));
+}
+
+TEST_CASE_TEMPLATE("spmv: strided x and y", T, ROOFTOP_DTYPES) {
+  const auto A = laplacian_3d<T, std::int32_t>(Exec(), 37, 5, 4);
+  const auto xs = test::random_vector<T>(2 * A.cols), ys = test::poisoned_vector<T>(3 * A.rows);
+  const auto x = Kokkos::subview(Kokkos::View<T**, Kokkos::LayoutRight, Memory>(xs.data(), A.cols, 2), Kokkos::ALL, 1);
+  const auto y = Kokkos::subview(Kokkos::View<T**, Kokkos::LayoutRight, Memory>(ys.data(), A.rows, 3), Kokkos::ALL, 2);
+  REQUIRE(x.stride(0) == 2);
+  rooftop::spmv(Exec(), A, x, y);
+  const auto hx = host(xs);
+  std::vector<double> x1(static_cast<std::size_t>(A.cols));
+  for (std::int64_t c = 0; c < A.cols; ++c) x1[c] = hx[2 * c + 1];
+  const auto ref = reference::spmv(A, x1);
+  const auto hy = host(ys);
+  for (std::int64_t r = 0; r < A.rows; ++r) {
+    CAPTURE(r);
+    CHECK(std::abs(hy[3 * r + 2] - ref.want[r]) <= reference::spmv_tolerance<T>(ref.want[r], ref.scale[r], ref.length[r]));
+    CHECK(std::isnan(hy[3 * r]));  // the other columns untouched
+  }
+}
+
 TEST_CASE_TEMPLATE("spmv: a small matrix by hand, exact", T, ROOFTOP_DTYPES) {
   // [ 1  0  2  0 ]
   // [ 0  0  0  0 ]   (empty row)
