@@ -11,9 +11,13 @@
 /// the plain y = A x. Columns need not be sorted within a row for spmv (the generators sort
 /// them). x and y must not alias.
 ///
-/// Parallelization: on CPUs a thread takes contiguous blocks of rows, one row at a time: rows
-/// of up to 8 entries summed as a balanced tree of their products, longer ones by a loop over
-/// their entries. On GPUs every row gets `vector_length` lanes of one thread's
+/// Parallelization: on CPUs a thread takes contiguous blocks of rows. On AVX-512 hosts, with
+/// int32 indices and x and y of stride 1, runs of 16 rows (8 for fp64) of one structure (each
+/// L <= 8 entries long at the same column offsets from its row: a stencil's or banded
+/// matrix's interior rows) go a vector of rows at a time (cpu::spmv_block), the structure
+/// checked from row_ptr and col_idx on every run. Other rows go one at a time: rows of up to 8
+/// entries summed as a balanced tree of their products, longer ones by a loop over their
+/// entries. On GPUs every row gets `vector_length` lanes of one thread's
 /// vector (a group of consecutive lanes of a warp): the lanes read consecutive entries of the
 /// row's col_idx and values (coalesced; consecutive rows are consecutive in memory too), and
 /// reduce their partial sums; a team is a block of such rows.
@@ -250,7 +254,7 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
           const bool beta_y = reads_y;
           const auto row_entries = entries;
           const std::int64_t last = (blk + 1) * block < rows ? (blk + 1) * block : rows;
-          // One row at a time. A row of up to Shape::cpu_tree_entries entries (a stencil's, a
+          // A row at a time (one_row). A row of up to Shape::cpu_tree_entries entries (a stencil's, a
           // finite element's) is summed as a balanced tree of its products, straight-line code
           // picked by its length (HostEntries::sum_short_row); a longer one by an FMA chain
           // (HostEntries::add): a tree is 3 additions deep for 7 entries where the chain is 7 FMAs,
