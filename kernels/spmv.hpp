@@ -12,7 +12,7 @@
 /// them). x and y must not alias.
 ///
 /// Parallelization: on CPUs a thread takes contiguous blocks of rows. On AVX-512 hosts, with
-/// int32 indices and x and y of stride 1, runs of 16 rows (8 for fp64) of one structure (each
+/// x and y of stride 1, runs of 16 rows (8 for fp64) of one structure (each
 /// L <= 8 entries long at the same column offsets from its row: a stencil's or banded
 /// matrix's interior rows) go a vector of rows at a time (cpu::spmv_block), the structure
 /// checked from row_ptr and col_idx on every run. Other rows go one at a time: rows of up to 8
@@ -282,7 +282,7 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
           };
           std::int64_t r = blk * block;
 #if defined(ROOFTOP_HAS_SPMV_BLOCK)
-          if constexpr (contiguous && std::is_same_v<Index, std::int32_t>) {
+          if constexpr (contiguous) {
             // Blocks of rows of one structure a vector of rows at a time (cpu::spmv_block), the
             // rest one at a time. A block that ends early (a row of another length or pattern,
             // or the end of the work item) still goes as a vector if it has

@@ -178,11 +178,16 @@ TEST_CASE_TEMPLATE("spmv: banded rows of 1 to 9 entries, blocks broken by moved 
       check_spmv(host_banded<T, std::int32_t>(full_rows, full_cols, full, {{r, 0}}, {}, test::next_seed()));
       check_spmv(host_banded<T, std::int32_t>(full_rows, full_cols, full, {{r, last}}, {}, test::next_seed()), 0.5, 2.0);
       check_spmv(host_banded<T, std::int32_t>(full_rows, full_cols, full, {}, {r}, test::next_seed()));
+      check_spmv(host_banded<T, std::int64_t>(full_rows, full_cols, full, {{r, last}}, {}, test::next_seed()));
+      check_spmv(host_banded<T, std::int64_t>(full_rows, full_cols, full, {}, {r}, test::next_seed()), -1.0, 0.5);
     }
   }
   // A diagonal whose row r is emptied into row r + 1: col_idx is the diagonal's, only row_ptr
   // tells them apart.
-  for (std::int64_t r = 32; r < 48; ++r) check_spmv(host_banded<T, std::int32_t>(83, 83, {0}, {}, {}, test::next_seed(), {r}));
+  for (std::int64_t r = 32; r < 48; ++r) {
+    check_spmv(host_banded<T, std::int32_t>(83, 83, {0}, {}, {}, test::next_seed(), {r}));
+    check_spmv(host_banded<T, std::int64_t>(83, 83, {0}, {}, {}, test::next_seed(), {r}));
+  }
   // Rows of 7 entries at random columns: no block ever fits.
   check_spmv(random_csr<T, std::int32_t>(Exec(), 5000, 6000, 7, test::next_seed()));
 }

@@ -77,13 +77,27 @@ struct SpmvTile<float> {
   using type = __m512;
 };
 
+/// Entry e of each of a block's rows for fp32 and fp64 (see SpmvLanes::entry): Lanes' pick of
+/// each pair of value registers, blended by the lanes it holds.
+template <class Lanes, int L, int e>
+[[gnu::always_inline]] inline typename Lanes::V pick_entry(const typename Lanes::Tile* tile) {
+  constexpr int tiles = (Lanes::lanes * L + Lanes::per_tile - 1) / Lanes::per_tile, pairs = (tiles + 1) / 2;
+  constexpr auto second = [](int j) { return j + 1 < tiles ? j + 1 : j; };
+  const auto index = Lanes::pick_index(L, e);
+  auto out = Lanes::pick(tile[0], index, tile[second(0)]);
+  static_for<pairs - 1>([&](auto q) __attribute__((always_inline)) {
+    constexpr int p = decltype(q)::value + 1;
+    constexpr unsigned m = pair_lanes(Lanes::lanes, L, e, p, 2 * Lanes::per_tile, false);
+    out = Lanes::blend(m, out, Lanes::pick(tile[2 * p], index, tile[second(2 * p)]));
+  });
+  return out;
+}
+
 /// Vector types of a block over T: rows per block (lanes), the rows' results (V, as
-/// compute_t<T>), 32-bit column indices (I), and the registers its values are loaded into
-/// (Tile, per_tile values each). fp32, bf16 and fp16 here, fp64 below.
+/// compute_t<T>), and the registers its values are loaded into (Tile, per_tile values each). fp32, bf16 and fp16 here, fp64 below.
 template <class T>
 struct SpmvLanes {
   using V = __m512;
-  using I = __m512i;
   static constexpr int lanes = 16;
   static constexpr bool two_bytes = !std::is_same_v<T, float>;
   using Tile = typename SpmvTile<T>::type;
@@ -108,16 +122,19 @@ struct SpmvLanes {
   static V set1(float a) { return _mm512_set1_ps(a); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static I load_index(unsigned m, const std::int32_t* p) { return _mm512_maskz_loadu_epi32(static_cast<__mmask16>(m), p); }
-  /// Lanes (in m) where a != b + k.
-  static unsigned differ(unsigned m, I a, I b, int k) {
-    return _mm512_mask_cmpneq_epi32_mask(static_cast<__mmask16>(m), a, _mm512_add_epi32(b, _mm512_set1_epi32(k)));
-  }
   /// The values in m of p (the rest 0), as stored.
   static Tile load_tile(unsigned m, const T* p) {
     if constexpr (two_bytes) return _mm512_maskz_loadu_epi16(m, p);
     else return _mm512_maskz_loadu_ps(static_cast<__mmask16>(m), p);
   }
+  /// Lane i: i * L + e (only its low five bits pick: 32 values of a register pair).
+  static __m512i pick_index(int L, int e) {
+    return _mm512_add_epi32(_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                               _mm512_set1_epi32(L)),
+                            _mm512_set1_epi32(e));
+  }
+  static V pick(V lo, __m512i index, V hi) { return _mm512_permutex2var_ps(lo, index, hi); }
+  static V blend(unsigned m, V a, V b) { return _mm512_mask_blend_ps(static_cast<__mmask16>(m), a, b); }
   /// Entry e of each of the block's rows: lane i gets value i * L + e of the tiles, the
   /// block's values in order. A permute of each pair of tiles that holds some of them (only
   /// the low bits of each index pick: a pair's values), blended by the lanes it holds. fp32
@@ -129,16 +146,7 @@ struct SpmvLanes {
     constexpr int tiles = (lanes * L + per_tile - 1) / per_tile, pairs = (tiles + 1) / 2;
     constexpr auto second = [](int j) { return j + 1 < tiles ? j + 1 : j; };
     if constexpr (!two_bytes) {
-      const I index = _mm512_add_epi32(
-          _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(L)),
-          _mm512_set1_epi32(e));
-      V out = _mm512_permutex2var_ps(tile[0], index, tile[second(0)]);
-      static_for<pairs - 1>([&](auto q) __attribute__((always_inline)) {
-        constexpr int p = decltype(q)::value + 1;
-        constexpr unsigned m = pair_lanes(lanes, L, e, p, 2 * per_tile, false);
-        out = _mm512_mask_blend_ps(static_cast<__mmask16>(m), out, _mm512_permutex2var_ps(tile[2 * p], index, tile[second(2 * p)]));
-      });
-      return out;
+      return pick_entry<SpmvLanes, L, e>(tile);
     } else {
       constexpr bool odd = std::is_same_v<T, bf16>;
       // 16-bit lane w picks value (odd ? w / 2 : w) * L + e (the lanes it does not fill are
@@ -163,7 +171,6 @@ struct SpmvLanes {
 template <>
 struct SpmvLanes<double> {
   using V = __m512d;
-  using I = __m256i;
   static constexpr int lanes = 8;
   using Tile = __m512d;
   static constexpr int per_tile = 8;
@@ -174,26 +181,44 @@ struct SpmvLanes<double> {
   static V set1(double a) { return _mm512_set1_pd(a); }
   static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
-  static I load_index(unsigned m, const std::int32_t* p) { return _mm256_maskz_loadu_epi32(static_cast<__mmask8>(m), p); }
-  static unsigned differ(unsigned m, I a, I b, int k) {
-    return _mm256_mask_cmpneq_epi32_mask(static_cast<__mmask8>(m), a, _mm256_add_epi32(b, _mm256_set1_epi32(k)));
-  }
   static Tile load_tile(unsigned m, const double* p) { return _mm512_maskz_loadu_pd(static_cast<__mmask8>(m), p); }
   template <int L, int e>
   [[gnu::always_inline]] static V entry(const Tile* tile) {
-    constexpr int tiles = L, pairs = (tiles + 1) / 2;
-    constexpr auto second = [](int j) { return j + 1 < tiles ? j + 1 : j; };
-    const __m512i index =
-        _mm512_add_epi64(_mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(L)), _mm512_set1_epi64(e));
-    V out = _mm512_permutex2var_pd(tile[0], index, tile[second(0)]);
-    static_for<pairs - 1>([&](auto q) __attribute__((always_inline)) {
-      constexpr int p = decltype(q)::value + 1;
-      constexpr unsigned m = pair_lanes(lanes, L, e, p, 2 * per_tile, false);
-      out = _mm512_mask_blend_pd(static_cast<__mmask8>(m), out, _mm512_permutex2var_pd(tile[2 * p], index, tile[second(2 * p)]));
-    });
-    return out;
+    return pick_entry<SpmvLanes, L, e>(tile);
   }
+  /// Lane i: i * L + e in 64 bits (only its low four bits pick: 16 values of a register pair).
+  static __m512i pick_index(int L, int e) {
+    return _mm512_add_epi64(_mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(L)),
+                            _mm512_set1_epi64(e));
+  }
+  static V pick(V lo, __m512i index, V hi) { return _mm512_permutex2var_pd(lo, index, hi); }
+  static V blend(unsigned m, V a, V b) { return _mm512_mask_blend_pd(static_cast<__mmask8>(m), a, b); }
 };
+
+/// The lanes i in m (of `lanes`, 16 or 8) where a[i] != b[i] + k, reading only those lanes of
+/// a and b: 32-bit or 64-bit indices.
+template <int lanes>
+[[gnu::always_inline]] inline unsigned differ(unsigned m, const std::int32_t* a, const std::int32_t* b, int k) {
+  if constexpr (lanes == 16) {
+    const __mmask16 in = static_cast<__mmask16>(m);
+    return _mm512_mask_cmpneq_epi32_mask(in, _mm512_maskz_loadu_epi32(in, a),
+                                         _mm512_add_epi32(_mm512_maskz_loadu_epi32(in, b), _mm512_set1_epi32(k)));
+  } else {
+    const __mmask8 in = static_cast<__mmask8>(m);
+    return _mm256_mask_cmpneq_epi32_mask(in, _mm256_maskz_loadu_epi32(in, a),
+                                         _mm256_add_epi32(_mm256_maskz_loadu_epi32(in, b), _mm256_set1_epi32(k)));
+  }
+}
+template <int lanes>
+[[gnu::always_inline]] inline unsigned differ(unsigned m, const std::int64_t* a, const std::int64_t* b, int k) {
+  if constexpr (lanes == 16) {
+    return differ<8>(m & 0xffu, a, b, k) | differ<8>(m >> 8, a + 8, b + 8, k) << 8;
+  } else {
+    const __mmask8 in = static_cast<__mmask8>(m);
+    return _mm512_mask_cmpneq_epi64_mask(in, _mm512_maskz_loadu_epi64(in, a),
+                                         _mm512_add_epi64(_mm512_maskz_loadu_epi64(in, b), _mm512_set1_epi64(k)));
+  }
+}
 }  // namespace detail
 
 /// Rows per block: 16, 8 for double.
@@ -204,8 +229,8 @@ inline constexpr int spmv_block_lanes = detail::SpmvLanes<T>::lanes;
 /// exist) form a block of the structure of row r0, whose length is L (see the file comment):
 /// each L long, entry e of each one column past entry e of the row before. Reads row_ptr up
 /// to row r0 + most and col_idx only within the rows it accepts.
-template <int L, class T>
-[[gnu::always_inline]] inline int spmv_block_rows(const std::int32_t* row_ptr, const std::int32_t* col_idx, std::int64_t r0,
+template <int L, class T, class Index>
+[[gnu::always_inline]] inline int spmv_block_rows(const Index* row_ptr, const Index* col_idx, std::int64_t r0,
                                                   int most) {
   using Lanes = detail::SpmvLanes<T>;
   constexpr int lanes = Lanes::lanes;
@@ -213,18 +238,17 @@ template <int L, class T>
   auto fitting = [&](const int limit) __attribute__((always_inline)) {
     const unsigned rows_mask = (1u << limit) - 1;
     // Every row L long: row_ptr[r0 + i + 1] == row_ptr[r0 + i] + L.
-    const unsigned bad_length =
-        Lanes::differ(rows_mask, Lanes::load_index(rows_mask, row_ptr + r0 + 1), Lanes::load_index(rows_mask, row_ptr + r0), L);
+    const unsigned bad_length = detail::differ<lanes>(rows_mask, row_ptr + r0 + 1, row_ptr + r0, L);
     const int n = bad_length ? __builtin_ctz(bad_length) : limit;
     // Entry e of row i + 1 one column past entry e of row i: c[f + L] == c[f] + 1 for the
     // (n - 1) * L flat positions f that have a next row among the n (each register's lanes
     // past them masked off: no load reads past the n rows).
-    const std::int32_t* const c = col_idx + row_ptr[r0];
+    const Index* const c = col_idx + row_ptr[r0];
     for (int j = 0; j < L; ++j) {
       const int have = (n - 1) * L - j * lanes;
       if (have <= 0) break;
       const unsigned m = have >= lanes ? (1u << lanes) - 1 : (1u << have) - 1;
-      if (const unsigned bad = Lanes::differ(m, Lanes::load_index(m, c + L + j * lanes), Lanes::load_index(m, c + j * lanes), 1))
+      if (const unsigned bad = detail::differ<lanes>(m, c + L + j * lanes, c + j * lanes, 1))
         return (j * lanes + __builtin_ctz(bad)) / L + 1;
     }
     return n;
@@ -235,8 +259,8 @@ template <int L, class T>
 /// The n rows from r0 that spmv_block_rows accepted (n = spmv_block_lanes<T> where `whole`):
 /// y[r0 + i] = alpha * sum + beta * y[r0 + i] (beta_y; else alpha * sum), each sum of row
 /// r0 + i accumulated in C in entry order. Reads and writes nothing outside the n rows.
-template <int L, bool whole, class T, class C>
-[[gnu::always_inline]] inline void spmv_block(const std::int32_t* row_ptr, const std::int32_t* col_idx, const T* values,
+template <int L, bool whole, class T, class Index, class C>
+[[gnu::always_inline]] inline void spmv_block(const Index* row_ptr, const Index* col_idx, const T* values,
                                               const T* x, T* y, std::int64_t r0, int n, C alpha, C beta, bool beta_y) {
   static_assert(L >= 1 && L <= spmv_block_max_entries, "spmv_block: 1 to 8 entries per row");
   using Lanes = detail::SpmvLanes<T>;
@@ -245,7 +269,7 @@ template <int L, bool whole, class T, class C>
   constexpr unsigned all = (1u << lanes) - 1;
   if constexpr (whole) n = lanes;
   const std::int64_t b0 = row_ptr[r0];
-  const std::int32_t* const c = col_idx + b0;
+  const Index* const c = col_idx + b0;
   // The values of register j among the block's n * L.
   constexpr int per_tile = Lanes::per_tile, tiles = (lanes * L + per_tile - 1) / per_tile;
   auto mask = [&](const int j) __attribute__((always_inline)) {
