@@ -291,7 +291,7 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
             // further rows, up to Shape::cpu_block_backoff, so that checking costs little
             // where it never pays.
             constexpr int lanes = cpu::spmv_block_lanes<T>;
-            // Blocks prefetch as the rows do for fp64 only. 3D Laplacian 150^3, 2 threads, Zen 5
+            // Blocks prefetch as the rows do for fp64 only. 3D Laplacian 150^3, 2 threads, Zen 4
             // VM, scratch program, four alternations, median GB/s without -> with: fp64 31.9 ->
             // 41.5, fp32 37.5 -> 34.5; 55^3 (in cache) fp64 68.6 -> 62.1, fp32 67.8 -> 57.3.
             constexpr bool block_prefetches = sizeof(T) == 8;

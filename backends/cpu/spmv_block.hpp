@@ -14,8 +14,9 @@
 /// The structure is checked on every block from the arrays themselves, not assumed: row_ptr's
 /// sixteen differences equal L, and col_idx shifted by L equals col_idx plus one (entry e of
 /// row i + 1 one column past entry e of row i), which by induction is the offset pattern of
-/// the block's first row. A block that fails says which row first broke it; the caller takes
-/// the rows before it one at a time. Every x read is at a column the block's col_idx holds.
+/// the block's first row. A check that fails says which row first broke the structure; the
+/// rows before it can still go as one block, with masked loads and store. Every x read is at a
+/// column the block's col_idx holds; int32 or int64 indices.
 #pragma once
 
 #include "avx512_warnings.hpp"
@@ -31,16 +32,8 @@
 
 namespace rooftop::cpu {
 
-/// Whether spmv_block exists (AVX-512 hosts with VL and BW).
-inline constexpr bool has_spmv_block =
-#if defined(ROOFTOP_HAS_SPMV_BLOCK)
-    true;
-#else
-    false;
-#endif
-
-/// Most entries per row that spmv_block takes: L value registers, L index registers and the
-/// permuted vectors stay in the 32 vector registers.
+/// Most entries per row that spmv_block takes: up to L value registers, the permuted vectors
+/// and the x vectors stay in the 32 vector registers.
 inline constexpr std::int64_t spmv_block_max_entries = 8;
 
 #if defined(ROOFTOP_HAS_SPMV_BLOCK)
@@ -94,7 +87,8 @@ template <class Lanes, int L, int e>
 }
 
 /// Vector types of a block over T: rows per block (lanes), the rows' results (V, as
-/// compute_t<T>), and the registers its values are loaded into (Tile, per_tile values each). fp32, bf16 and fp16 here, fp64 below.
+/// compute_t<T>), and the registers its values are loaded into (Tile, per_tile values each):
+/// fp32, bf16 and fp16 here, fp64 below.
 template <class T>
 struct SpmvLanes {
   using V = __m512;
@@ -143,11 +137,11 @@ struct SpmvLanes {
   /// then widened.
   template <int L, int e>
   [[gnu::always_inline]] static V entry(const Tile* tile) {
-    constexpr int tiles = (lanes * L + per_tile - 1) / per_tile, pairs = (tiles + 1) / 2;
-    constexpr auto second = [](int j) { return j + 1 < tiles ? j + 1 : j; };
     if constexpr (!two_bytes) {
       return pick_entry<SpmvLanes, L, e>(tile);
     } else {
+      constexpr int tiles = (lanes * L + per_tile - 1) / per_tile, pairs = (tiles + 1) / 2;
+      constexpr auto second = [](int j) { return j + 1 < tiles ? j + 1 : j; };
       constexpr bool odd = std::is_same_v<T, bf16>;
       // 16-bit lane w picks value (odd ? w / 2 : w) * L + e (the lanes it does not fill are
       // zeroed or ignored).
