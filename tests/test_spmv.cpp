@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // spmv: every dtype and both index types against float64 on Laplacians, random sparsity,
-// matrices with empty rows (generated and built by hand), 0 rows, 0 columns, 1x1, long rows;
-// alpha/beta (beta == 0 never reads y); the generators' structure and reproducibility;
-// preconditions.
+// matrices with empty rows (generated and built by hand), 0 rows, 0 columns, 1x1, long rows,
+// banded matrices whose runs of rows of one structure (the CPU's vector blocks) are broken
+// at every row of a block; strided x and y; alpha/beta (beta == 0 never reads y); the
+// generators' structure and reproducibility; preconditions.
 #include "common.hpp"
 
 #include "../benchmarks/spmv_ops.hpp"
