@@ -31,6 +31,7 @@
 #include "../core/reduction.hpp"
 #include "../core/types.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -337,10 +338,8 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
               }
               // A miss: the -n rows that fit (or none), or more after misses in a row, one at a time.
               ++misses;
-              const std::int64_t backoff = std::int64_t{1} << (misses < 16 ? misses : 16);
-              std::int64_t skip = backoff < Shape::cpu_block_backoff ? backoff : Shape::cpu_block_backoff;
-              if (skip < -n) skip = -n;
-              const std::int64_t until = last - r < skip ? last : r + skip;
+              const std::int64_t backoff = std::min(std::int64_t{1} << std::min(misses, 16), Shape::cpu_block_backoff);
+              const std::int64_t until = std::min(last, r + std::max<std::int64_t>(backoff, -n));
               for (; r < until; ++r) one_row(r);
             }
           }

@@ -182,6 +182,32 @@ template <class T>
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow16<T>(v));
   }
 }
+
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+/// load16 of the lanes in m (the rest 0), reading only those: masked loads, which never fault
+/// on the lanes left out.
+template <class T>
+[[gnu::always_inline]] inline __m512 load16(__mmask16 m, const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm512_maskz_loadu_ps(m, p);
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    return detail::bf16_floats(_mm256_maskz_loadu_epi16(m, p));
+  } else {
+    static_assert(std::is_same_v<T, fp16>, "load16: fp32, bf16 or fp16");
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+  }
+}
+
+/// store16 of the lanes in m, writing only those.
+template <class T>
+[[gnu::always_inline]] inline void store16(__mmask16 m, T* p, __m512 v) {
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_mask_storeu_ps(p, m, v);
+  } else {
+    _mm256_mask_storeu_epi16(p, m, narrow16<T>(v));
+  }
+}
+#endif
 #endif
 
 #if !defined(ROOFTOP_HAS_AVX512_CONVERT) && defined(ROOFTOP_HAS_F16C) && defined(ROOFTOP_HAS_AVX2_BF16) && defined(__FMA__)

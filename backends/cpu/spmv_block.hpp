@@ -100,19 +100,8 @@ struct SpmvLanes {
   static V load(const T* p) { return load16(p); }
   static void store(T* p, V v) { store16(p, v); }
   /// The lanes in m of p (the rest 0), and stores of them.
-  static V load(unsigned m, const T* p) {
-    if constexpr (!two_bytes) {
-      return _mm512_maskz_loadu_ps(static_cast<__mmask16>(m), p);
-    } else {
-      const __m256i bits = _mm256_maskz_loadu_epi16(static_cast<__mmask16>(m), p);
-      if constexpr (std::is_same_v<T, bf16>) return detail::bf16_floats(bits);
-      else return _mm512_cvtph_ps(bits);
-    }
-  }
-  static void store(unsigned m, T* p, V v) {
-    if constexpr (!two_bytes) _mm512_mask_storeu_ps(p, static_cast<__mmask16>(m), v);
-    else _mm256_mask_storeu_epi16(p, static_cast<__mmask16>(m), narrow16<T>(v));
-  }
+  static V load(unsigned m, const T* p) { return load16(static_cast<__mmask16>(m), p); }
+  static void store(unsigned m, T* p, V v) { store16(static_cast<__mmask16>(m), p, v); }
   static V set1(float a) { return _mm512_set1_ps(a); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
