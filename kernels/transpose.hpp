@@ -6,8 +6,9 @@
 /// row (coalesced reads), into team scratch, then writes it out row by row of out (coalesced
 /// writes), reading the scratch tile down its columns; on CPUs each thread transposes a run of
 /// blocks in register tiles, streaming large outputs from L1 buffers (see HostTranspose), or,
-/// with AVX-512 where out's rows are whole cache lines, streams each tile's rows straight from
-/// registers (see transpose_lines).
+/// with AVX-512, streams each tile's rows straight from registers: where out's rows are whole
+/// cache lines (see transpose_lines), and where they are not, each line joined from two tiles
+/// (see transpose_shifted_lines).
 /// `transpose_naive` is the reference
 /// without tiling: reads follow in's rows, so every write lands in a different row of out
 /// (strided), which is what the tiled kernel avoids. Storage any dtype (pure data movement,
@@ -51,6 +52,9 @@ struct TransposeShape {
   template <class T>
   static constexpr std::int64_t host_group_rows = 128 / sizeof(T);
   static constexpr std::int64_t host_ahead_bytes = 128;
+  /// CPU shifted lines (transpose_shifted_lines): src rows per group, 512 bytes of each dst row.
+  template <class T>
+  static constexpr std::int64_t host_shifted_group_rows = 512 / sizeof(T);
 };
 
 /// Preconditions of both kernels: out is (in.extent(1), in.extent(0)) and shares no memory
@@ -287,6 +291,60 @@ void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, 
   });
 }
 
+/// CPU, where cpu::has_shifted_lines<T> (AVX-512) and the output is large with rows that do not
+/// start on cache lines (a row length that is not whole lines, or a misaligned start): as
+/// transpose_lines, src's rows in groups of host_group_rows (one work item each), every group
+/// walked along its rows one line-tile column at a time, but each line of a dst row now joins
+/// two tiles (cpu::ShiftedLines): the line ending s elements into a tile (s, the elements
+/// before the row's first line boundary) is the previous tile's column from lane s on, then
+/// this one's up to lane s. A group owns the lines that start within its rows, so each
+/// column of it transposes one tile more, the next group's first (none past the last whole
+/// tile). Only each dst row's first partial line (in the first group) and the last one before
+/// the rows past the last whole tile are stored plainly, with masks. Against HostTranspose's
+/// blocks and per-row carries (which AVX2 hosts keep), `rooftop --ops copy,transpose --sizes
+/// 4095 5793 8191 --rounds 1`, 2 threads, Zen 4 VM, three alternations with the old build,
+/// GB/s: fp32 5793^2 27.4-33.5 -> 41.5-51.8 (paired 0.60-0.73 -> 0.73-0.97), 8191^2 28.1-31.4 ->
+/// 30.9-34.1; fp64 4095^2 31.6-43.0 -> 44.0-46.2, 8191^2 24.1-29.6 -> 32.7-39.5; bf16 5793^2
+/// 26.8-33.3 -> 35.1-39.8, 8191^2 14.0-21.8 -> 20.8-21.3. Groups of 512 bytes of each dst row
+/// (host_shifted_group_rows), where the line tiles take 128: the extra tile is then one in
+/// eight. A scratch program, fp32 5793^2, two runs of two alternations, GB/s for groups of
+/// 128, 256, 512 and 1024 bytes: 25-26, 31-37, 29-39, 32-39 (the old build 25-29).
+template <class Shape, class T, class Exec>
+void transpose_shifted_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, std::int64_t cols,
+                             std::int64_t src_stride, std::int64_t dst_stride) {
+  constexpr std::int64_t e = cpu::line_tile_edge<T>, group = Shape::template host_shifted_group_rows<T>;
+  constexpr std::int64_t ahead = Shape::host_ahead_bytes / static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t tiled_rows = rows / e * e, tiled_cols = cols / e * e;
+  const std::int64_t groups = (tiled_rows + group - 1) / group;
+  auto copy_elements = [=](std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1) {
+    for (std::int64_t i = i0; i < i1; ++i)
+      for (std::int64_t j = j0; j < j1; ++j) dst[j * dst_stride + i] = src[i * src_stride + j];
+  };
+  const std::int64_t items = groups > 0 ? groups : 1;
+  Kokkos::parallel_for("rooftop::transpose", compat::Range<Exec>(exec, 0, items), [=](const std::int64_t g) {
+    if (g == items - 1) copy_elements(tiled_rows, rows, 0, cols);
+    if (g >= groups) return;
+    const std::int64_t i0 = g * group, i1 = i0 + group < tiled_rows ? i0 + group : tiled_rows;
+    const std::int64_t last = i1 < tiled_rows ? i1 : tiled_rows - e;  // the group's last tile (the next group's first)
+    cpu::ShiftedLines<T> lines(dst, dst_stride);
+    for (std::int64_t j = 0; j < tiled_cols; j += e) {
+      T* const strip = dst + j * dst_stride;
+      auto row = [=](const int c) { return strip + c * dst_stride; };
+      auto from = [&](const std::int64_t i) {
+        const T* const at = src + i * src_stride + j;
+        for (std::int64_t r = 0; r < e; ++r) cpu::prefetch_line(at + r * src_stride + ahead);
+        return at;
+      };
+      lines.start(from(i0), src_stride);
+      if (i0 == 0) lines.head(row);
+      for (std::int64_t i = i0 + e; i <= last; i += e) lines.step(from(i), src_stride, row, i);
+      if (i1 == tiled_rows) lines.tail(row, tiled_rows);
+    }
+    cpu::stream_fence();
+    copy_elements(i0, i1, tiled_cols, cols);
+  });
+}
+
 /// CPU: the blocks of HostTranspose split into one contiguous run per thread, when in's and
 /// out's elements are contiguous along the same axis (both LayoutRight, or both LayoutLeft,
 /// which is the same transpose of the (cols, rows) matrix); otherwise an element-by-element
@@ -299,7 +357,8 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
   if ((right || left) && rows > 0 && cols > 0) {
     // Streamed where whole lines are whole elements (and the output is large).
     const bool streamed = 64 % sizeof(T) == 0 && reinterpret_cast<std::uintptr_t>(out.data()) % sizeof(T) == 0 && streams<T>(rows * cols);
-    // Down the strips where out's rows are not line-aligned (the carries need it), else along
+    // Down the strips where out's rows are not line-aligned (the carries need it; AVX-512
+    // hosts take the shifted lines there instead), else along
     // src's rows: with rows a power of two bytes apart, the blocks down a strip map to a few
     // L2 sets and evict their own prefetched lines (fp64 4096 x 4096: 24 GB/s down, 33-37
     // along, on the 2-core Zen 3 VM).
@@ -311,6 +370,12 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
     if constexpr (cpu::has_line_tiles<T>) {
       if (streamed && !down && cpu::line_tiles_pay<T>(in_stride * static_cast<std::int64_t>(sizeof(T)))) {
         transpose_lines<Shape>(exec, in.data(), out.data(), src_rows, src_cols, in_stride, out_stride);
+        return;
+      }
+    }
+    if constexpr (cpu::has_shifted_lines<T>) {
+      if (down) {
+        transpose_shifted_lines<Shape>(exec, in.data(), out.data(), src_rows, src_cols, in_stride, out_stride);
         return;
       }
     }

@@ -44,7 +44,11 @@ void run(bool tiled, const In& in, const Out& out) {
 // 128, 256 x 384 and 1056 x 1037 for every dtype; 1040 x 1037 for fp32 and fp64, 1000 x 3001
 // for fp64) take the line tiles (transpose_lines): whole groups of rows, a last partial group,
 // and columns past the last whole tile. 64 x 2048: with AVX2, rows 4 KB apart (bf16, fp16)
-// take the blocks (cpu::line_tiles_pay).
+// take the blocks (cpu::line_tiles_pay). With AVX-512, streamed outputs whose rows are not
+// whole lines take the shifted lines (transpose_shifted_lines, groups of 512 bytes of each
+// output row): 1037 x 1040 has whole groups for fp32 and 2-byte types (1024 rows in whole
+// tiles) and a partial last one for fp64, 1000 x 3001 a partial last group (fp32, 2-byte),
+// 65 x 97 a single group, 13 x 29 none (fewer rows than a tile).
 TEST_CASE_TEMPLATE("transpose: both kernels are exact", T, ROOFTOP_DTYPES) {
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
       {0, 7},     {7, 0},      {1, 1},       {1, 1000},    {1000, 1},    {13, 29},     {31, 33},
@@ -99,6 +103,12 @@ TEST_CASE_TEMPLATE("transpose: other layouts and strides", T, ROOFTOP_DTYPES) {
       const auto lined_out = Kokkos::subview(lines_out, Kokkos::ALL, std::make_pair(std::int64_t{0}, rows));
       run(tiled, padded, lined_out);
       require_transposed(padded, lined_out);
+      // The same rows from 5 elements in: every row starts off a line boundary by the same
+      // amount (with AVX-512, the shifted lines, cpu::ShiftedLines).
+      const auto shifted_out = Kokkos::subview(lines_out, Kokkos::ALL, std::make_pair(std::int64_t{5}, rows + 5));
+      Kokkos::deep_copy(lines_out, test::poisoned_matrix<T>(cols, 320));
+      run(tiled, padded, shifted_out);
+      require_transposed(padded, shifted_out);
 
       Left mixed_out("out", cols, rows);
       Kokkos::deep_copy(mixed_out, test::poisoned_matrix<T>(cols, rows));

@@ -182,19 +182,15 @@ inline bool line_tiles_pay(std::int64_t src_row_bytes) {
 template <class T>
 inline constexpr std::int64_t line_tile_edge = 64 / static_cast<std::int64_t>(sizeof(T));
 
-/// dst(c, r) = src(r, c) for r, c in [0, line_tile_edge<T>), where has_line_tiles<T>: the
-/// tile's rows loaded whole into 512-bit registers, shuffled, and every row of the result
-/// streamed as one whole cache line straight from its register (no buffer); with AVX2 (32 x
-/// 32 two-byte values), as four 16 x 16 register tiles, each line streamed as two halves in a
-/// row: the column's values from the top tile, then from the bottom one. dst + c *
-/// dst_stride must be 64-byte aligned for every c; src needs no alignment. The caller fences.
-template <class T>
-[[gnu::always_inline]] inline void transpose_line_tile(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride) {
-  static_assert(has_line_tiles<T>, "transpose_line_tile: needs AVX-512F and a 2-, 4- or 8-byte T");
 #if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
+/// The rows of the transposed tile dst(c, r) = src(r, c), r, c in [0, line_tile_edge<T>), with
+/// AVX-512F (2-byte T also without AVX-512BW): the tile's rows loaded whole into 512-bit
+/// registers and shuffled; put(c, v) receives row c of the result, one cache line of T in v.
+/// src needs no alignment.
+template <class T, class Put>
+[[gnu::always_inline]] inline void transpose_line_tile_rows(const T* src, std::int64_t src_stride, const Put& put) {
   if constexpr (sizeof(T) == 8) {  // 8 x 8 doubles
     const auto* s = reinterpret_cast<const double*>(src);
-    auto* d = reinterpret_cast<double*>(dst);
     __m512d r[8], t[8];
     for (int k = 0; k < 8; ++k) r[k] = _mm512_loadu_pd(s + k * src_stride);
     for (int k = 0; k < 4; ++k) {  // t[2k]: columns 0, 2, 4, 6 of rows 2k and 2k+1 interleaved; t[2k+1]: 1, 3, 5, 7
@@ -205,10 +201,10 @@ template <class T>
       // 128-bit lanes regrouped: columns h and 4+h (0x88), 2+h and 6+h (0xdd), of rows 0-3 and of rows 4-7
       const __m512d u0 = _mm512_shuffle_f64x2(t[h], t[2 + h], 0x88), u1 = _mm512_shuffle_f64x2(t[h], t[2 + h], 0xdd);
       const __m512d v0 = _mm512_shuffle_f64x2(t[4 + h], t[6 + h], 0x88), v1 = _mm512_shuffle_f64x2(t[4 + h], t[6 + h], 0xdd);
-      _mm512_stream_pd(d + h * dst_stride, _mm512_shuffle_f64x2(u0, v0, 0x88));
-      _mm512_stream_pd(d + (2 + h) * dst_stride, _mm512_shuffle_f64x2(u1, v1, 0x88));
-      _mm512_stream_pd(d + (4 + h) * dst_stride, _mm512_shuffle_f64x2(u0, v0, 0xdd));
-      _mm512_stream_pd(d + (6 + h) * dst_stride, _mm512_shuffle_f64x2(u1, v1, 0xdd));
+      put(h, _mm512_castpd_si512(_mm512_shuffle_f64x2(u0, v0, 0x88)));
+      put(2 + h, _mm512_castpd_si512(_mm512_shuffle_f64x2(u1, v1, 0x88)));
+      put(4 + h, _mm512_castpd_si512(_mm512_shuffle_f64x2(u0, v0, 0xdd)));
+      put(6 + h, _mm512_castpd_si512(_mm512_shuffle_f64x2(u1, v1, 0xdd)));
     }
   } else if constexpr (sizeof(T) == 2) {  // 32 x 32
 #if defined(__AVX512BW__)
@@ -232,25 +228,22 @@ template <class T>
     for (int k = 0; k < 8; ++k) {
       const __m512i a = _mm512_shuffle_i32x4(g[0][k], g[1][k], 0x44), b = _mm512_shuffle_i32x4(g[2][k], g[3][k], 0x44);
       const __m512i c = _mm512_shuffle_i32x4(g[0][k], g[1][k], 0xee), d = _mm512_shuffle_i32x4(g[2][k], g[3][k], 0xee);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + k * dst_stride), _mm512_shuffle_i32x4(a, b, 0x88));
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (8 + k) * dst_stride), _mm512_shuffle_i32x4(a, b, 0xdd));
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (16 + k) * dst_stride), _mm512_shuffle_i32x4(c, d, 0x88));
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (24 + k) * dst_stride), _mm512_shuffle_i32x4(c, d, 0xdd));
+      put(k, _mm512_shuffle_i32x4(a, b, 0x88));
+      put(8 + k, _mm512_shuffle_i32x4(a, b, 0xdd));
+      put(16 + k, _mm512_shuffle_i32x4(c, d, 0x88));
+      put(24 + k, _mm512_shuffle_i32x4(c, d, 0xdd));
     }
-    return;
-#endif
+#else
     // Without AVX-512BW: four 16 x 16 tiles, a column of the top one and of the bottom one per line.
     __m256i top[16], bottom[16];
     for (int h = 0; h < 2; ++h) {  // columns 16h..16h+15
       detail::transpose_16x16_epi16(src + 16 * h, src_stride, top);
       detail::transpose_16x16_epi16(src + 16 * src_stride + 16 * h, src_stride, bottom);
-      for (int k = 0; k < 16; ++k)
-        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (16 * h + k) * dst_stride),
-                            _mm512_inserti64x4(_mm512_castsi256_si512(top[k]), bottom[k], 1));
+      for (int k = 0; k < 16; ++k) put(16 * h + k, _mm512_inserti64x4(_mm512_castsi256_si512(top[k]), bottom[k], 1));
     }
+#endif
   } else {  // 16 x 16 floats
     const auto* s = reinterpret_cast<const float*>(src);
-    auto* d = reinterpret_cast<float*>(dst);
     __m512 r[16], t[16];
     for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_ps(s + k * src_stride);
     for (int k = 0; k < 8; ++k) {  // pairs of rows interleaved (32-bit)
@@ -268,12 +261,28 @@ template <class T>
     for (int m = 0; m < 4; ++m) {  // the 4 x 4 transpose of 128-bit lanes across the four quads
       const __m512 v0 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88), v1 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);
       const __m512 w0 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88), w1 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
-      _mm512_stream_ps(d + m * dst_stride, _mm512_shuffle_f32x4(v0, w0, 0x88));
-      _mm512_stream_ps(d + (m + 4) * dst_stride, _mm512_shuffle_f32x4(v1, w1, 0x88));
-      _mm512_stream_ps(d + (m + 8) * dst_stride, _mm512_shuffle_f32x4(v0, w0, 0xdd));
-      _mm512_stream_ps(d + (m + 12) * dst_stride, _mm512_shuffle_f32x4(v1, w1, 0xdd));
+      put(m, _mm512_castps_si512(_mm512_shuffle_f32x4(v0, w0, 0x88)));
+      put(m + 4, _mm512_castps_si512(_mm512_shuffle_f32x4(v1, w1, 0x88)));
+      put(m + 8, _mm512_castps_si512(_mm512_shuffle_f32x4(v0, w0, 0xdd)));
+      put(m + 12, _mm512_castps_si512(_mm512_shuffle_f32x4(v1, w1, 0xdd)));
     }
   }
+}
+#endif
+
+/// dst(c, r) = src(r, c) for r, c in [0, line_tile_edge<T>), where has_line_tiles<T>: with
+/// AVX-512 the rows of transpose_line_tile_rows, each streamed as one whole cache line straight
+/// from its register (no buffer); with AVX2 (32 x 32 two-byte values), as four 16 x 16
+/// register tiles, each line streamed as two halves in a row: the column's values from the top
+/// tile, then from the bottom one. dst + c * dst_stride must be 64-byte aligned for every c;
+/// src needs no alignment. The caller fences.
+template <class T>
+[[gnu::always_inline]] inline void transpose_line_tile(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride) {
+  static_assert(has_line_tiles<T>, "transpose_line_tile: needs AVX-512F and a 2-, 4- or 8-byte T");
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
+  transpose_line_tile_rows(src, src_stride, [&](const int c, const __m512i v) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + c * dst_stride), v);
+  });
 #elif defined(__AVX2__) && defined(ROOFTOP_HAS_SSE2_TILES)
   __m256i top[16], bottom[16];
   for (int h = 0; h < 2; ++h) {  // columns 16h..16h+15
@@ -289,6 +298,119 @@ template <class T>
   (void)src, (void)src_stride, (void)dst, (void)dst_stride;
 #endif
 }
+
+/// Whether ShiftedLines<T> exists: AVX-512F hosts, 4- and 8-byte T, and 2-byte T with
+/// AVX-512BW (its 16-bit lane permute).
+template <class T>
+inline constexpr bool has_shifted_lines =
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
+    sizeof(T) == 4 || sizeof(T) == 8 ||
+#if defined(__AVX512BW__)
+    sizeof(T) == 2 ||
+#endif
+#endif
+    false;
+
+/// Declared on every host, defined where has_shifted_lines<T>.
+template <class T>
+struct ShiftedLines;
+
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
+/// The whole cache lines of e = line_tile_edge<T> dst rows that do not start on a line
+/// boundary, from line tiles transposed one after another down a strip of src columns
+/// (kernels/transpose.hpp's transpose_shifted_lines). Row c of the strip has its first line
+/// boundary `s_c` elements in (0 <= s_c < e); the line of it that ends s_c elements into the
+/// tile at src rows [i, i + e) is the previous tile's row c from lane s_c on, then this tile's
+/// row c up to lane s_c: one two-register lane permute (vpermt2w/d/q) of the two, whose index
+/// (s_c + k in lane k) is kept per row. Every such line is streamed whole and aligned.
+template <class T>
+struct ShiftedLines {
+  static constexpr int e = static_cast<int>(line_tile_edge<T>);
+  alignas(64) __m512i index[e];  // lane k: s_c + k
+  int shift[e];                  // s_c
+  __m512i before[e];             // the previous tile's rows
+
+  /// Shifts for rows whose first elements lie at `first` and `stride` elements apart (the
+  /// strip's row c starts at first + c * stride; a strip's rows repeat the same shifts where
+  /// strips start e rows apart, as e * stride elements are whole lines).
+  ShiftedLines(const T* first, std::int64_t stride) {
+    static_assert(has_shifted_lines<T>, "ShiftedLines: needs AVX-512F (and AVX-512BW for 2-byte T)");
+    for (int c = 0; c < e; ++c) {
+      const auto misaligned = static_cast<int>((reinterpret_cast<std::uintptr_t>(first + c * stride) & 63) / sizeof(T));
+      shift[c] = (e - misaligned) % e;
+      if constexpr (sizeof(T) == 2) {
+        index[c] = _mm512_add_epi16(_mm512_set1_epi16(static_cast<short>(shift[c])), iota());
+      } else if constexpr (sizeof(T) == 4) {
+        index[c] = _mm512_add_epi32(_mm512_set1_epi32(shift[c]), iota());
+      } else {
+        index[c] = _mm512_add_epi64(_mm512_set1_epi64(shift[c]), iota());
+      }
+    }
+  }
+  static __m512i iota() {
+    if constexpr (sizeof(T) == 2) {
+      return _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
+                              3, 2, 1, 0);
+    } else if constexpr (sizeof(T) == 4) {
+      return _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    } else {
+      return _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    }
+  }
+  /// Lanes [lo, hi) of a register of T.
+  static auto lanes(int lo, int hi) {
+    const std::uint64_t below_hi = hi >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << hi) - 1;
+    return below_hi & ~((std::uint64_t{1} << lo) - 1);
+  }
+  /// Stores the lanes [lo, hi) of v at p (lane k at p + k), plainly.
+  static void store_lanes(T* p, __m512i v, int lo, int hi) {
+    if constexpr (sizeof(T) == 2) {
+      _mm512_mask_storeu_epi16(p, static_cast<__mmask32>(lanes(lo, hi)), v);
+    } else if constexpr (sizeof(T) == 4) {
+      _mm512_mask_storeu_epi32(p, static_cast<__mmask16>(lanes(lo, hi)), v);
+    } else {
+      _mm512_mask_storeu_epi64(p, static_cast<__mmask8>(lanes(lo, hi)), v);
+    }
+  }
+  static __m512i join(__m512i a, __m512i index, __m512i b) {
+    if constexpr (sizeof(T) == 2) {
+      return _mm512_permutex2var_epi16(a, index, b);
+    } else if constexpr (sizeof(T) == 4) {
+      return _mm512_permutex2var_epi32(a, index, b);
+    } else {
+      return _mm512_permutex2var_epi64(a, index, b);
+    }
+  }
+
+  /// Transposes the tile at src (src rows [i, i + e) of the strip's columns) and keeps its
+  /// rows: the first tile of a walk down the strip.
+  void start(const T* src, std::int64_t src_stride) {
+    transpose_line_tile_rows(src, src_stride, [&](const int c, const __m512i v) { before[c] = v; });
+  }
+  /// As start, and streams, for each row c, the whole line ending s_c elements into this tile
+  /// (row c's element i + s_c; dst_row(c) is the row's element 0).
+  template <class Row>
+  void step(const T* src, std::int64_t src_stride, const Row& dst_row, std::int64_t i) {
+    transpose_line_tile_rows(src, src_stride, [&](const int c, const __m512i v) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst_row(c) + i - e + shift[c]), join(before[c], index[c], v));
+      before[c] = v;
+    });
+  }
+  /// Stores (plainly) each row's elements [0, s_c) from the kept tile, the strip's first
+  /// (src rows [0, e)): the part of a line that the row before ends.
+  template <class Row>
+  void head(const Row& dst_row) const {
+    for (int c = 0; c < e; ++c) store_lanes(dst_row(c), before[c], 0, shift[c]);
+  }
+  /// Stores (plainly) each row's elements [i - e + s_c, i) from the kept tile, the last of
+  /// the strip's whole tiles (src rows [i - e, i)): the line's part before the rows past the
+  /// last whole tile, which are copied by others.
+  template <class Row>
+  void tail(const Row& dst_row, std::int64_t i) const {
+    for (int c = 0; c < e; ++c) store_lanes(dst_row(c) + i - e, before[c], shift[c], e);
+  }
+};
+#endif
 
 #if defined(__AVX512F__)
 ROOFTOP_AVX512_WARNINGS_ON
