@@ -6,9 +6,10 @@
 /// row (coalesced reads), into team scratch, then writes it out row by row of out (coalesced
 /// writes), reading the scratch tile down its columns; on CPUs each thread transposes a run of
 /// blocks in register tiles, streaming large outputs from L1 buffers (see HostTranspose), or,
-/// with AVX-512, streams each tile's rows straight from registers: where out's rows are whole
-/// cache lines (see transpose_lines), and where they are not, each line joined from two tiles
-/// (see transpose_shifted_lines).
+/// with AVX-512, writes each tile's rows straight from registers: streamed where out is large
+/// and its rows are whole cache lines (see transpose_lines), streamed with each line joined
+/// from two tiles where they are not (see transpose_shifted_lines), stored plainly where out
+/// is smaller (transpose_lines again).
 /// `transpose_naive` is the reference
 /// without tiling: reads follow in's rows, so every write lands in a different row of out
 /// (strided), which is what the tiled kernel avoids. Storage any dtype (pure data movement,
@@ -244,7 +245,7 @@ struct HostTranspose {
 };
 
 /// CPU, where cpu::has_line_tiles<T> (AVX-512, every dtype; AVX2, 2-byte types),
-/// cpu::line_tiles_pay says so, and the output is large with
+/// cpu::line_tiles_pay says so, and the output is large (`streamed`; see below for the rest) with
 /// rows a whole number of cache lines apart from a line-aligned start: src's rows in groups of
 /// host_group_rows (one work item each), every group walked along its rows one line-tile
 /// column (e = 8 fp64, 16 fp32 or 32 two-byte columns) at a time, each e x e tile of it
@@ -262,7 +263,17 @@ struct HostTranspose {
 /// 60.1, fp16 51.5 -> 57.8, fp32 5793^2 68.0 -> 68.4 (groups of 64 bytes were slower than 512
 /// for fp64 and 2-byte types). Rows and columns past the last whole tile are copied element by
 /// element (plain stores; their dst lines are not the streamed ones).
-template <class Shape, class T, class Exec>
+///
+/// Not `streamed` (outputs below the streaming threshold, cpu::has_stored_line_tiles: AVX-512),
+/// the same walk stores each tile's rows plainly (cpu::transpose_line_tile_stored), wherever
+/// they start, in place of HostTranspose's blocks through L1 buffers; but fp32 outputs whose
+/// rows are a multiple of 2 KB apart, whose 16 rows a tile stores fall into one or two L1 sets,
+/// keep the blocks. Zen 4 VM, 2 threads, a scratch program, the two builds alternated twice,
+/// GB/s in cache: bf16 362^2 (in L2) 16-29 -> 79-80, 1448^2 24-58 -> 90-113, 2048^2 32 -> 59-60;
+/// fp64 724^2 61-90 -> 131-153, 512^2 47-80 -> 70-86; fp32 256^2 (in L2) 75-91 -> 128-135,
+/// 1448^2 45-55 -> 115-117, 1100^2 52-53 -> 105-106; but fp32 1024^2 42-84 -> 49-67 and 1020^2
+/// 49-75 -> 62-64 (the memory's phases moved the old build's figures by 2x).
+template <class Shape, bool streamed = true, class T, class Exec>
 void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, std::int64_t cols, std::int64_t src_stride,
                      std::int64_t dst_stride) {
   constexpr std::int64_t e = cpu::line_tile_edge<T>, group = Shape::template host_group_rows<T>;
@@ -284,9 +295,13 @@ void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, 
       for (std::int64_t i = i0; i < i1; i += e) {
         const T* const from = src + i * src_stride + j;
         for (std::int64_t r = 0; r < e; ++r) cpu::prefetch_line(from + r * src_stride + ahead);
-        cpu::transpose_line_tile(from, src_stride, dst + j * dst_stride + i, dst_stride);
+        if constexpr (streamed) {
+          cpu::transpose_line_tile(from, src_stride, dst + j * dst_stride + i, dst_stride);
+        } else {
+          cpu::transpose_line_tile_stored(from, src_stride, dst + j * dst_stride + i, dst_stride);
+        }
       }
-    cpu::stream_fence();
+    if constexpr (streamed) cpu::stream_fence();
     copy_elements(i0, i1, tiled_cols, cols);
   });
 }
@@ -370,6 +385,12 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
     if constexpr (cpu::has_line_tiles<T>) {
       if (streamed && !down && cpu::line_tiles_pay<T>(in_stride * static_cast<std::int64_t>(sizeof(T)))) {
         transpose_lines<Shape>(exec, in.data(), out.data(), src_rows, src_cols, in_stride, out_stride);
+        return;
+      }
+    }
+    if constexpr (cpu::has_stored_line_tiles<T>) {
+      if (!streamed && !(sizeof(T) == 4 && out_stride * static_cast<std::int64_t>(sizeof(T)) % 2048 == 0)) {
+        transpose_lines<Shape, false>(exec, in.data(), out.data(), src_rows, src_cols, in_stride, out_stride);
         return;
       }
     }

@@ -299,6 +299,27 @@ template <class T>
 #endif
 }
 
+/// Whether transpose_line_tile_stored<T> exists: AVX-512F hosts, 2-, 4- and 8-byte T.
+template <class T>
+inline constexpr bool has_stored_line_tiles =
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
+    sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8;
+#else
+    false;
+#endif
+
+/// transpose_line_tile_rows with each row stored plainly (AVX-512F), at dst + c * dst_stride
+/// (no alignment needed).
+template <class T>
+[[gnu::always_inline]] inline void transpose_line_tile_stored(const T* src, std::int64_t src_stride, T* dst, std::int64_t dst_stride) {
+  static_assert(has_stored_line_tiles<T>, "transpose_line_tile_stored: needs AVX-512F and a 2-, 4- or 8-byte T");
+#if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
+  transpose_line_tile_rows(src, src_stride, [&](const int c, const __m512i v) { _mm512_storeu_si512(dst + c * dst_stride, v); });
+#else
+  (void)src, (void)src_stride, (void)dst, (void)dst_stride;
+#endif
+}
+
 /// Whether ShiftedLines<T> exists: AVX-512F hosts, 4- and 8-byte T, and 2-byte T with
 /// AVX-512BW (its 16-bit lane permute).
 template <class T>
