@@ -244,6 +244,31 @@ struct HostTranspose {
   }
 };
 
+/// The frame of the host line-tile walks (transpose_lines, transpose_shifted_lines): src's rows
+/// in groups of `group` (a multiple of the tile edge e), one work item each, tiles(i0, i1,
+/// tiled_rows, tiled_cols) called for a group's rows [i0, i1) of the whole e x e tiles; the rows
+/// and the columns past the last whole tile are copied element by element (plain stores; the
+/// rows below by the last work item: a work item of their own would be one more for the first
+/// thread of a static schedule).
+template <class T, class Exec, class Tiles>
+void for_each_row_group(const Exec& exec, const T* src, T* dst, std::int64_t rows, std::int64_t cols, std::int64_t src_stride,
+                        std::int64_t dst_stride, std::int64_t e, std::int64_t group, const Tiles& tiles) {
+  const std::int64_t tiled_rows = rows / e * e, tiled_cols = cols / e * e;
+  const std::int64_t groups = (tiled_rows + group - 1) / group;
+  auto copy_elements = [=](std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1) {
+    for (std::int64_t i = i0; i < i1; ++i)
+      for (std::int64_t j = j0; j < j1; ++j) dst[j * dst_stride + i] = src[i * src_stride + j];
+  };
+  const std::int64_t items = groups > 0 ? groups : 1;
+  Kokkos::parallel_for("rooftop::transpose", compat::Range<Exec>(exec, 0, items), [=](const std::int64_t g) {
+    if (g == items - 1) copy_elements(tiled_rows, rows, 0, cols);
+    if (g >= groups) return;
+    const std::int64_t i0 = g * group, i1 = i0 + group < tiled_rows ? i0 + group : tiled_rows;
+    tiles(i0, i1, tiled_rows, tiled_cols);
+    copy_elements(i0, i1, tiled_cols, cols);
+  });
+}
+
 /// CPU, where cpu::has_line_tiles<T> (AVX-512, every dtype; AVX2, 2-byte types),
 /// cpu::line_tiles_pay says so, and the output is large (`streamed`; see below for the rest) with
 /// rows a whole number of cache lines apart from a line-aligned start: src's rows in groups of
@@ -267,48 +292,36 @@ struct HostTranspose {
 /// Not `streamed` (outputs below the streaming threshold, cpu::has_stored_line_tiles: AVX-512),
 /// the same walk stores each tile's rows plainly (cpu::transpose_line_tile_stored), wherever
 /// they start, in place of HostTranspose's blocks through L1 buffers; but fp32 outputs whose
-/// rows are a multiple of 2 KB apart, whose 16 rows a tile stores fall into one or two L1 sets,
-/// keep the blocks. Zen 4 VM, 2 threads, a scratch program, the two builds alternated twice,
-/// GB/s in cache: bf16 362^2 (in L2) 16-29 -> 79-80, 1448^2 24-58 -> 90-113, 2048^2 32 -> 59-60;
-/// fp64 724^2 61-90 -> 131-153, 512^2 47-80 -> 70-86; fp32 256^2 (in L2) 75-91 -> 128-135,
-/// 1448^2 45-55 -> 115-117, 1100^2 52-53 -> 105-106; but fp32 1024^2 42-84 -> 49-67 and 1020^2
-/// 49-75 -> 62-64 (the memory's phases moved the old build's figures by 2x).
+/// rows lie within 16 bytes of a multiple of 2 KB apart, whose 16 rows a tile stores fall into
+/// a few L1 sets, keep the blocks. Zen 4 VM, 2 threads, a scratch program, the two builds
+/// alternated twice, GB/s in cache: bf16 362^2 (in L2) 16-29 -> 79-80, 1448^2 24-58 -> 90-113,
+/// 2048^2 32 -> 59-60; fp64 724^2 61-90 -> 131-153, 512^2 47-80 -> 70-86; fp32 256^2 (in L2)
+/// 75-91 -> 128-135, 1448^2 45-55 -> 115-117, 1100^2 52-53 -> 105-106, 1020^2 49-75 -> 62-64;
+/// but fp32 1024^2 42-84 -> 49-67 and 1023^2 46 -> 36 (the memory's phases moved the old
+/// build's figures by 2x).
 template <class Shape, bool streamed = true, class T, class Exec>
 void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, std::int64_t cols, std::int64_t src_stride,
                      std::int64_t dst_stride) {
-  constexpr std::int64_t e = cpu::line_tile_edge<T>, group = Shape::template host_group_rows<T>;
-  constexpr std::int64_t ahead = Shape::host_ahead_bytes / static_cast<std::int64_t>(sizeof(T));
-  const std::int64_t tiled_rows = rows / e * e, tiled_cols = cols / e * e;
-  const std::int64_t groups = (tiled_rows + group - 1) / group;
-  auto copy_elements = [=](std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1) {
-    for (std::int64_t i = i0; i < i1; ++i)
-      for (std::int64_t j = j0; j < j1; ++j) dst[j * dst_stride + i] = src[i * src_stride + j];
-  };
-  // One work item per group; the last one also copies the rows below the last whole tile
-  // (a work item of their own would be one more for the first thread of a static schedule).
-  const std::int64_t items = groups > 0 ? groups : 1;
-  Kokkos::parallel_for("rooftop::transpose", compat::Range<Exec>(exec, 0, items), [=](const std::int64_t g) {
-    if (g == items - 1) copy_elements(tiled_rows, rows, 0, cols);
-    if (g >= groups) return;
-    const std::int64_t i0 = g * group, i1 = i0 + group < tiled_rows ? i0 + group : tiled_rows;
-    for (std::int64_t j = 0; j < tiled_cols; j += e)
-      for (std::int64_t i = i0; i < i1; i += e) {
-        const T* const from = src + i * src_stride + j;
-        for (std::int64_t r = 0; r < e; ++r) cpu::prefetch_line(from + r * src_stride + ahead);
-        if constexpr (streamed) {
-          cpu::transpose_line_tile(from, src_stride, dst + j * dst_stride + i, dst_stride);
-        } else {
-          cpu::transpose_line_tile_stored(from, src_stride, dst + j * dst_stride + i, dst_stride);
-        }
-      }
-    if constexpr (streamed) cpu::stream_fence();
-    copy_elements(i0, i1, tiled_cols, cols);
-  });
+  constexpr std::int64_t e = cpu::line_tile_edge<T>, ahead = Shape::host_ahead_bytes / static_cast<std::int64_t>(sizeof(T));
+  for_each_row_group(exec, src, dst, rows, cols, src_stride, dst_stride, e, Shape::template host_group_rows<T>,
+                     [=](const std::int64_t i0, const std::int64_t i1, std::int64_t, const std::int64_t tiled_cols) {
+                       for (std::int64_t j = 0; j < tiled_cols; j += e)
+                         for (std::int64_t i = i0; i < i1; i += e) {
+                           const T* const from = src + i * src_stride + j;
+                           for (std::int64_t r = 0; r < e; ++r) cpu::prefetch_line(from + r * src_stride + ahead);
+                           if constexpr (streamed) {
+                             cpu::transpose_line_tile(from, src_stride, dst + j * dst_stride + i, dst_stride);
+                           } else {
+                             cpu::transpose_line_tile_stored(from, src_stride, dst + j * dst_stride + i, dst_stride);
+                           }
+                         }
+                       if constexpr (streamed) cpu::stream_fence();
+                     });
 }
 
 /// CPU, where cpu::has_shifted_lines<T> (AVX-512) and the output is large with rows that do not
 /// start on cache lines (a row length that is not whole lines, or a misaligned start): as
-/// transpose_lines, src's rows in groups of host_group_rows (one work item each), every group
+/// transpose_lines, src's rows in groups of host_shifted_group_rows (one work item each), every group
 /// walked along its rows one line-tile column at a time, but each line of a dst row now joins
 /// two tiles (cpu::ShiftedLines): the line ending s elements into a tile (s, the elements
 /// before the row's first line boundary) is the previous tile's column from lane s on, then
@@ -327,37 +340,27 @@ void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, 
 template <class Shape, class T, class Exec>
 void transpose_shifted_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, std::int64_t cols,
                              std::int64_t src_stride, std::int64_t dst_stride) {
-  constexpr std::int64_t e = cpu::line_tile_edge<T>, group = Shape::template host_shifted_group_rows<T>;
-  constexpr std::int64_t ahead = Shape::host_ahead_bytes / static_cast<std::int64_t>(sizeof(T));
-  const std::int64_t tiled_rows = rows / e * e, tiled_cols = cols / e * e;
-  const std::int64_t groups = (tiled_rows + group - 1) / group;
-  auto copy_elements = [=](std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1) {
-    for (std::int64_t i = i0; i < i1; ++i)
-      for (std::int64_t j = j0; j < j1; ++j) dst[j * dst_stride + i] = src[i * src_stride + j];
-  };
-  const std::int64_t items = groups > 0 ? groups : 1;
-  Kokkos::parallel_for("rooftop::transpose", compat::Range<Exec>(exec, 0, items), [=](const std::int64_t g) {
-    if (g == items - 1) copy_elements(tiled_rows, rows, 0, cols);
-    if (g >= groups) return;
-    const std::int64_t i0 = g * group, i1 = i0 + group < tiled_rows ? i0 + group : tiled_rows;
-    const std::int64_t last = i1 < tiled_rows ? i1 : tiled_rows - e;  // the group's last tile (the next group's first)
-    cpu::ShiftedLines<T> lines(dst, dst_stride);
-    for (std::int64_t j = 0; j < tiled_cols; j += e) {
-      T* const strip = dst + j * dst_stride;
-      auto row = [=](const int c) { return strip + c * dst_stride; };
-      auto from = [&](const std::int64_t i) {
-        const T* const at = src + i * src_stride + j;
-        for (std::int64_t r = 0; r < e; ++r) cpu::prefetch_line(at + r * src_stride + ahead);
-        return at;
-      };
-      lines.start(from(i0), src_stride);
-      if (i0 == 0) lines.head(row);
-      for (std::int64_t i = i0 + e; i <= last; i += e) lines.step(from(i), src_stride, row, i);
-      if (i1 == tiled_rows) lines.tail(row, tiled_rows);
-    }
-    cpu::stream_fence();
-    copy_elements(i0, i1, tiled_cols, cols);
-  });
+  constexpr std::int64_t e = cpu::line_tile_edge<T>, ahead = Shape::host_ahead_bytes / static_cast<std::int64_t>(sizeof(T));
+  for_each_row_group(
+      exec, src, dst, rows, cols, src_stride, dst_stride, e, Shape::template host_shifted_group_rows<T>,
+      [=](const std::int64_t i0, const std::int64_t i1, const std::int64_t tiled_rows, const std::int64_t tiled_cols) {
+        const std::int64_t last = i1 < tiled_rows ? i1 : tiled_rows - e;  // the group's last tile (the next group's first)
+        cpu::ShiftedLines<T> lines(dst, dst_stride);
+        for (std::int64_t j = 0; j < tiled_cols; j += e) {
+          T* const strip = dst + j * dst_stride;
+          auto row = [=](const int c) { return strip + c * dst_stride; };
+          auto from = [&](const std::int64_t i) {
+            const T* const at = src + i * src_stride + j;
+            for (std::int64_t r = 0; r < e; ++r) cpu::prefetch_line(at + r * src_stride + ahead);
+            return at;
+          };
+          lines.start(from(i0), src_stride);
+          if (i0 == 0) lines.head(row);
+          for (std::int64_t i = i0 + e; i <= last; i += e) lines.step(from(i), src_stride, row, i);
+          if (i1 == tiled_rows) lines.tail(row, tiled_rows);
+        }
+        cpu::stream_fence();
+      });
 }
 
 /// CPU: the blocks of HostTranspose split into one contiguous run per thread, when in's and
@@ -389,7 +392,9 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
       }
     }
     if constexpr (cpu::has_stored_line_tiles<T>) {
-      if (!streamed && !(sizeof(T) == 4 && out_stride * static_cast<std::int64_t>(sizeof(T)) % 2048 == 0)) {
+      // (fp32 rows within 16 bytes of a multiple of 2 KB apart keep the blocks: see transpose_lines.)
+      const std::int64_t off = out_stride * static_cast<std::int64_t>(sizeof(T)) % 2048;
+      if (!streamed && !(sizeof(T) == 4 && std::min(off, 2048 - off) < 16)) {
         transpose_lines<Shape, false>(exec, in.data(), out.data(), src_rows, src_cols, in_stride, out_stride);
         return;
       }

@@ -49,8 +49,9 @@ void run(bool tiled, const In& in, const Out& out) {
 // output row): 1037 x 1040 has whole groups for fp32 and 2-byte types (1024 rows in whole
 // tiles) and a partial last one for fp64, 1000 x 3001 a partial last group (fp32, 2-byte),
 // 65 x 97 a single group, 13 x 29 none (fewer rows than a tile). Outputs below the streaming
-// threshold take the line tiles with plain stores on AVX-512 hosts, but for fp32 with rows a
-// multiple of 2 KB apart (100 x 512 out of 512 x 100), which keep the blocks.
+// threshold take the line tiles with plain stores on AVX-512 hosts, but for fp32 with rows
+// within 16 bytes of a multiple of 2 KB apart (100 x 512 out of 512 x 100), which keep the
+// blocks.
 TEST_CASE_TEMPLATE("transpose: both kernels are exact", T, ROOFTOP_DTYPES) {
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
       {0, 7},     {7, 0},      {1, 1},       {1, 1000},    {1000, 1},    {13, 29},     {31, 33},
