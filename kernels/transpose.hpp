@@ -299,16 +299,25 @@ void for_each_row_group(const Exec& exec, const T* src, T* dst, std::int64_t row
 /// 75-91 -> 128-135, 1448^2 45-55 -> 115-117, 1100^2 52-53 -> 105-106, 1020^2 49-75 -> 62-64;
 /// but fp32 1024^2 42-84 -> 49-67 and 1023^2 46 -> 36 (the memory's phases moved the old
 /// build's figures by 2x).
+/// The line tile of src at (i, j), its rows' lines host_ahead_bytes further along prefetched
+/// (the line-tile walks read a line of each row per step).
+template <class Shape, class T>
+[[gnu::always_inline]] inline const T* prefetched_tile(const T* src, std::int64_t src_stride, std::int64_t i, std::int64_t j) {
+  constexpr std::int64_t e = cpu::line_tile_edge<T>, ahead = Shape::host_ahead_bytes / static_cast<std::int64_t>(sizeof(T));
+  const T* const at = src + i * src_stride + j;
+  for (std::int64_t r = 0; r < e; ++r) cpu::prefetch_line(at + r * src_stride + ahead);
+  return at;
+}
+
 template <class Shape, bool streamed = true, class T, class Exec>
 void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, std::int64_t cols, std::int64_t src_stride,
                      std::int64_t dst_stride) {
-  constexpr std::int64_t e = cpu::line_tile_edge<T>, ahead = Shape::host_ahead_bytes / static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t e = cpu::line_tile_edge<T>;
   for_each_row_group(exec, src, dst, rows, cols, src_stride, dst_stride, e, Shape::template host_group_rows<T>,
                      [=](const std::int64_t i0, const std::int64_t i1, std::int64_t, const std::int64_t tiled_cols) {
                        for (std::int64_t j = 0; j < tiled_cols; j += e)
                          for (std::int64_t i = i0; i < i1; i += e) {
-                           const T* const from = src + i * src_stride + j;
-                           for (std::int64_t r = 0; r < e; ++r) cpu::prefetch_line(from + r * src_stride + ahead);
+                           const T* const from = prefetched_tile<Shape>(src, src_stride, i, j);
                            if constexpr (streamed) {
                              cpu::transpose_line_tile(from, src_stride, dst + j * dst_stride + i, dst_stride);
                            } else {
@@ -340,7 +349,7 @@ void transpose_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, 
 template <class Shape, class T, class Exec>
 void transpose_shifted_lines(const Exec& exec, const T* src, T* dst, std::int64_t rows, std::int64_t cols,
                              std::int64_t src_stride, std::int64_t dst_stride) {
-  constexpr std::int64_t e = cpu::line_tile_edge<T>, ahead = Shape::host_ahead_bytes / static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t e = cpu::line_tile_edge<T>;
   for_each_row_group(
       exec, src, dst, rows, cols, src_stride, dst_stride, e, Shape::template host_shifted_group_rows<T>,
       [=](const std::int64_t i0, const std::int64_t i1, const std::int64_t tiled_rows, const std::int64_t tiled_cols) {
@@ -349,11 +358,7 @@ void transpose_shifted_lines(const Exec& exec, const T* src, T* dst, std::int64_
         for (std::int64_t j = 0; j < tiled_cols; j += e) {
           T* const strip = dst + j * dst_stride;
           auto row = [=](const int c) { return strip + c * dst_stride; };
-          auto from = [&](const std::int64_t i) {
-            const T* const at = src + i * src_stride + j;
-            for (std::int64_t r = 0; r < e; ++r) cpu::prefetch_line(at + r * src_stride + ahead);
-            return at;
-          };
+          auto from = [&](const std::int64_t i) { return prefetched_tile<Shape>(src, src_stride, i, j); };
           lines.start(from(i0), src_stride);
           if (i0 == 0) lines.head(row);
           for (std::int64_t i = i0 + e; i <= last; i += e) lines.step(from(i), src_stride, row, i);

@@ -323,14 +323,12 @@ template <class T>
 /// Whether ShiftedLines<T> exists: AVX-512F hosts, 4- and 8-byte T, and 2-byte T with
 /// AVX-512BW (its 16-bit lane permute).
 template <class T>
-inline constexpr bool has_shifted_lines =
-#if defined(__AVX512F__) && defined(ROOFTOP_HAS_SSE2_TILES)
-    sizeof(T) == 4 || sizeof(T) == 8 ||
+inline constexpr bool has_shifted_lines = has_stored_line_tiles<T> &&
 #if defined(__AVX512BW__)
-    sizeof(T) == 2 ||
+                                          true;
+#else
+                                          sizeof(T) != 2;
 #endif
-#endif
-    false;
 
 /// Declared on every host, defined where has_shifted_lines<T>.
 template <class T>
@@ -378,11 +376,8 @@ struct ShiftedLines {
       return _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
     }
   }
-  /// Lanes [lo, hi) of a register of T.
-  static auto lanes(int lo, int hi) {
-    const std::uint64_t below_hi = hi >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << hi) - 1;
-    return below_hi & ~((std::uint64_t{1} << lo) - 1);
-  }
+  /// Lanes [lo, hi) of a register of T (hi <= e <= 32).
+  static std::uint64_t lanes(int lo, int hi) { return ((std::uint64_t{1} << hi) - 1) & ~((std::uint64_t{1} << lo) - 1); }
   /// Stores the lanes [lo, hi) of v at p (lane k at p + k), plainly.
   static void store_lanes(T* p, __m512i v, int lo, int hi) {
     if constexpr (sizeof(T) == 2) {
