@@ -270,7 +270,7 @@ struct LayerStats {
 /// memory ran slow (copy ~55 GB/s): layernorm bf16 rows of 4096 0.82-0.88 -> 0.91-0.96, 32768
 /// 0.68-0.70 -> 0.85-0.88, fp16 4096 0.81-0.86 -> 0.92-0.96, 32768 0.77-0.78 -> 0.86-0.88, rows
 /// of 768 0.91-0.93 -> 0.90-0.97; rmsnorm 2-byte within 0.05 either way (0.82-0.95). fp32 rows
-/// of layernorm too (layer_rows_beside); rmsnorm's fp32 rows stay row by row.
+/// of 16 KB and more of layernorm too (layer_rows_beside); rmsnorm's fp32 rows stay row by row.
 template <class Exec, class X, class Y, class W, class B, class Stats>
 void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, const W& weight, const B& bias,
                    const RowPlan& plan, const Stats& stats) {
@@ -305,16 +305,23 @@ template <class Row, class X, class Y, class W, class B>
   norm_row_out(&x(r.row, 0), out ? out : &y(r.row, 0), out != nullptr, cols, s.shift, s.scale, weight, bias, r.next_row_of(x));
 }
 
-/// Whether layernorm's rows of T go through norm_row_runs: 2-byte rows, as every row kernel's
-/// (next_row_beside), and fp32 rows, whose statistics pass (a shift and two sums) row by row
-/// kept the core from the memory. Zen 4 VM, 2 threads, the harness --quick, alternated with
-/// row by row, seven alternations, paired fractions of the roof: rows of 4096 0.78-0.81 ->
-/// 0.90-1.01, 32768 0.71-0.74 -> 0.89-0.96 (row by row 0.60 and 0.57 where the memory ran
-/// fast); an earlier session 0.60-0.82 -> 0.92-0.94 and 0.71-0.77 -> 0.90-0.98. On the Zen 5 VM (full-width AVX-512) rows of 32768 had lost where the memory
-/// ran fast (0.73 -> 0.58). rmsnorm's fp32 rows (one sum) lost there on both VMs (57-69 ->
-/// 42-53 GB/s on Zen 4) and stay row by row, as softmax's keep their max pass.
+/// Whether layernorm's rows of `cols` values of T go through norm_row_runs: 2-byte rows, as
+/// every row kernel's (next_row_beside), and fp32 rows of 16 KB or more, whose statistics pass
+/// (a shift and two sums) row by row was a read-only stream, which this VM's cores read more
+/// slowly than a copy moves. Zen 4 VM, 2 threads, a scratch program alternating the two paths
+/// in one process (30 pairs per run, runs over 4 minutes), median of the runs' ratios of
+/// median times, where the memory ran slow (copy under 60 GB/s) / fast: rows of 32768 1.17x /
+/// 1.16x faster, 4096 1.11x / 1.08x, but 768 1.02x / 0.90x (there row by row already
+/// prefetches the next row while it writes this one). The harness agreed (--quick, seven
+/// alternations, paired fractions of the roof: 4096 0.78-0.81 -> 0.90-1.01, 32768 0.71-0.74
+/// -> 0.89-0.96). On the Zen 5 VM (full-width AVX-512) rows of 32768 had lost where the memory
+/// ran fast (0.73 -> 0.58). rmsnorm's fp32 rows (one sum) gained 7% where the memory ran slow
+/// at 768 and 32768 columns and nothing where it ran fast, and lost 9% there at 4096 (the same
+/// scratch program), so they stay row by row, as softmax's keep their max pass.
 template <class T>
-inline constexpr bool layer_rows_beside = next_row_beside<T> || std::is_same_v<T, float>;
+constexpr bool layer_rows_beside(std::int64_t cols) {
+  return next_row_beside<T> || (std::is_same_v<T, float> && cols * static_cast<std::int64_t>(sizeof(T)) >= 16384);
+}
 #endif
 }  // namespace detail
 
@@ -345,7 +352,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (detail::layer_rows_beside<typename X::value_type> && vector_layout && plan.stream && detail::whole_line_rows(y))
+      if (detail::layer_rows_beside<typename X::value_type>(cols) && vector_layout && plan.stream && detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::layernorm", exec, x, y, weight, bias, detail::run_plan(plan, exec, y),
                                      detail::LayerStats{inv_cols, e});
     }
