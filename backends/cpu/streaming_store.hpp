@@ -128,7 +128,8 @@ struct Prefetch {
 /// written both ways: fp32 5793 x 5793 transposed at 4 GB/s that way on the 2-core Zen 3 VM,
 /// and rmsnorm over rows one element off line alignment at 2.8 GB/s. With `prefetching`,
 /// `ahead` names a row of the next n bytes to be copied, prefetched line by line meanwhile
-/// (embedding's next gathered row: see there); without, the loop has no trace of it.
+/// (embedding's next gathered row, or copy's own source 1 KB on: see there); without, the loop
+/// has no trace of it.
 template <bool prefetching = false>
 inline void stream_whole_lines(void* dst, const void* src, std::size_t n, const Prefetch& ahead = {}) {
   auto* d = static_cast<char*>(dst);
