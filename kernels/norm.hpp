@@ -311,11 +311,10 @@ template <class Row, class X, class Y, class W, class B>
 /// slowly than a copy moves. Zen 4 VM, 2 threads, a scratch program alternating the two paths
 /// in one process (30 pairs per run, runs over 4 minutes), median of the runs' ratios of
 /// median times, where the memory ran slow (copy under 60 GB/s) / fast: rows of 32768 1.17x /
-/// 1.16x faster, 4096 1.11x / 1.08x, but 768 1.02x / 0.90x (there row by row already
-/// prefetches the next row while it writes this one). The harness agreed (--quick, seven
-/// alternations, paired fractions of the roof: 4096 0.78-0.81 -> 0.90-1.01, 32768 0.71-0.74
-/// -> 0.89-0.96). On the Zen 5 VM (full-width AVX-512) rows of 32768 had lost where the memory
-/// ran fast (0.73 -> 0.58). rmsnorm's fp32 rows (one sum) gained 7% where the memory ran slow
+/// 1.16x faster, 4096 1.11x / 1.08x, 2048 1.03x / 0.96x, but 768 1.02x / 0.90x. The harness
+/// agreed (--quick, seven alternations, paired fractions of the roof: 4096 0.78-0.81 ->
+/// 0.90-1.01, 32768 0.71-0.74 -> 0.89-0.96). On the Zen 5 VM (full-width AVX-512) rows of
+/// 32768 had lost where the memory ran fast (0.73 -> 0.58). rmsnorm's fp32 rows (one sum) gained 7% where the memory ran slow
 /// at 768 and 32768 columns and nothing where it ran fast, and lost 9% there at 4096 (the same
 /// scratch program), so they stay row by row, as softmax's keep their max pass.
 template <class T>
