@@ -954,7 +954,8 @@ inline constexpr std::int64_t next_row_ahead = 4096;
 /// Whether row runs over rows of T take the next row's statistics (softmax's max, the norms'
 /// sums) beside this row's streamed output, loading it there: 2-byte rows gained (their
 /// figures at softmax_row_runs and norm_row_runs); fp32 rows lost 3-5% in the slow memory
-/// phase and more in the fast one, and keep a pass of their own.
+/// phase and more in the fast one, and keep a pass of their own, but for layernorm's of 16 KB
+/// and more (kernels/norm.hpp's layer_rows_beside, where it was measured per op and size).
 template <class T>
 inline constexpr bool next_row_beside = sizeof(T) == 2;
 /// The prefetch of a row read beside another row's output: its lines next_row_ahead bytes

@@ -25,6 +25,16 @@ namespace rooftop {
 
 // ---- copy ------------------------------------------------------------------------------------
 
+namespace detail {
+/// Bytes ahead of its position that a streamed host copy prefetches its source into L2. The
+/// harness's main-memory roof is this copy, and dropout fp32 (which prefetches 4 KB ahead) had
+/// landed above it (1.04 of it, paired 1.11). Zen 4 VM, 2 threads, huge pages, 2^25 doubles, a
+/// scratch program alternating in one process, median ratio to the copy without, memory slow /
+/// fast: 1 KB ahead 1.004 / 1.018 (best 53.0 / 88.4 GB/s against 52.6 / 85.3), 2 KB 1.009 /
+/// 0.996, 4 KB 1.000 / 0.925; dropout fp32 beside them 1.014 / 1.011 (best 87.2).
+inline constexpr std::int64_t copy_prefetch_ahead = 1024;
+}  // namespace detail
+
 /// y = x. Throws rooftop::Error if the extents differ.
 template <class Exec, class X, class Y>
 void copy(const Exec& exec, const X& x, const Y& y) {
@@ -36,13 +46,8 @@ void copy(const Exec& exec, const X& x, const Y& y) {
   if constexpr (detail::on_host<Exec>) {
     // Contiguous copies on the host, in 32 KB work items: large ones streamed straight from x
     // (no buffer), the others by memmove (x may be y). Kokkos's element loop left bf16 and
-    // fp16 unvectorized: 3-8x slower than fp32 in cache. Streamed copies prefetch x 1 KB ahead
-    // into L2: the harness's main-memory roof is this copy, and dropout fp32 (which prefetches
-    // 4 KB ahead) had landed above it (1.04 of it, paired 1.11). Zen 4 VM, 2 threads, huge
-    // pages, 2^25 doubles, a scratch program alternating in one process, median ratio to the
-    // copy without, memory slow / fast: 1 KB ahead 1.004 / 1.018 (best 53.0 / 88.4 GB/s against
-    // 52.6 / 85.3), 2 KB 1.009 / 0.996, 4 KB 1.000 / 0.925; dropout fp32 beside them 1.014 /
-    // 1.011 (best 87.2).
+    // fp16 unvectorized: 3-8x slower than fp32 in cache. Streamed copies prefetch x ahead
+    // (copy_prefetch_ahead).
     const auto n = static_cast<std::int64_t>(y.extent(0));
     if (x.stride(0) == 1 && y.stride(0) == 1) {
       const T* const from = x.data();
@@ -50,7 +55,7 @@ void copy(const Exec& exec, const X& x, const Y& y) {
       if (detail::host_streams<Exec> && detail::streams<T>(n)) {
         detail::for_each_chunk<T>("rooftop::copy", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
           cpu::stream_whole_lines<true>(to + lo, from + lo, static_cast<std::size_t>(hi - lo) * sizeof(T),
-                                        cpu::Prefetch{reinterpret_cast<const char*>(from + lo) + 1024, 1});
+                                        cpu::Prefetch{reinterpret_cast<const char*>(from + lo) + detail::copy_prefetch_ahead, 1});
         });
       } else {
         detail::for_each_chunk<T, false>("rooftop::copy", exec, n, [=](const std::int64_t lo, const std::int64_t hi) {
