@@ -12,8 +12,9 @@
 /// out must be distinct, non-overlapping Views of the same extents (a Jacobi sweep reads only
 /// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
 /// Dense host grids are swept a run of rows at a time (stencil_rows), large ones with streaming
-/// stores and a prefetch of the next plane (on AVX2 hosts 2-byte grids only where rows are
-/// whole cache lines, see StencilShape); 2-byte grids there where the host has AVX-512 or AVX2
+/// stores and a prefetch of the next plane (on AVX-512 hosts a cache line at a time straight from
+/// the registers, cpu::stencil_streamed; on AVX2 hosts 2-byte grids only where rows are whole
+/// cache lines, see StencilShape); 2-byte grids there where the host has AVX-512 or AVX2
 /// (cpu::stencil_span).
 #pragma once
 
@@ -57,7 +58,8 @@ struct StencilShape {
   /// medians of eight alternations, six runs: fp32 323^3 18.1-24.0 -> 23.3-27.6, 321^3
   /// 22.3-22.6 -> 26.9-27.4, fp64 257^3 22.5-23.5 -> 25.3-30.4; bf16 and fp16 406^3 lost,
   /// 12.8-17.6 -> 12.5-15.5). Whole-line rows stream either way (fp32 320^3 21.4 -> 24.2, fp64
-  /// 256^3 25.6-27.4 -> 27.9-29.3). AVX-512 hosts keep the Zen 4 VM's choice (below).
+  /// 256^3 25.6-27.4 -> 27.9-29.3). AVX-512 hosts stream every large grid (cpu::stencil_streamed)
+  /// and prefetch in plain sweeps too.
 #if defined(ROOFTOP_HAS_AVX2_LANES)
   template <class T>
   static constexpr bool host_streams_partial_lines = sizeof(T) >= 4;
@@ -75,7 +77,10 @@ struct StencilShape {
 /// Cache-sized grids (not `streamed`) are written in place; the 3D range below them ran 1.1-3x
 /// slower in fp32/fp64 and 3-8x in bf16/fp16 (81^3 to 128^3, 2 threads, Zen 5 VM, scratch
 /// program, two alternations, median GB/s: fp32 128^3 35-37 -> 70-71, fp64 81^3 23 -> 44, bf16
-/// 128^3 9-10 -> 33, fp16 5.5 -> 35). Large ones: a run's output is one
+/// 128^3 9-10 -> 33, fp16 5.5 -> 35). Large ones, on AVX-512 hosts: runs of about 32 KB of out
+/// cut at its cache lines, each written a line at a time from the registers with streaming
+/// stores (cpu::stencil_streamed, which has the figures: 1.01-1.32x the sweep below). Large ones
+/// on AVX2 hosts: a run's output is one
 /// contiguous stretch, written through a cpu::LineStream: each interior row is computed
 /// `chunk` elements at a time into its L1 buffer (all of it, k = 0 and nz-1 too, whose
 /// neighbours along k lie in the rows beside it; those two are then copied over) and every
@@ -87,9 +92,26 @@ struct StencilShape {
 /// streaming store 34-39 (streaming stores alone 1.1x, the prefetch alone 0.9x, of plain
 /// stores). Streaming each row on its own, with the partial lines at both ends of rows that are
 /// not whole lines stored plainly, fp32 323^3 ran at 21-24 GB/s against 29-30 for the 3D-range
-/// loop.
+/// loop (cpu::stencil_streamed carries its vectors across the rows instead).
 template <bool streamed, class T, class C, class Exec>
 void stencil_rows(const Exec& exec, const T* in, T* out, std::int64_t nx, std::int64_t ny, std::int64_t nz, C a, C b) {
+#if defined(ROOFTOP_HAS_STENCIL_STREAMED)
+  if constexpr (streamed) {
+    // AVX-512 hosts: straight from the registers (cpu::stencil_streamed), work items of about
+    // 32 KB of out cut at its cache lines, so that only the grid's own ends are partial lines.
+    constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T)), span = 32768 / static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t points = nx * ny * nz, skew = static_cast<std::int64_t>((reinterpret_cast<std::uintptr_t>(out) & 63) / sizeof(T));
+    auto cut = [=](const std::int64_t item) {
+      const std::int64_t x = item * span, at = x == 0 ? 0 : x + (line - (skew + x) % line) % line;
+      return at < points ? at : points;
+    };
+    Kokkos::parallel_for("rooftop::stencil", compat::Range<Exec>(exec, 0, (points + span - 1) / span), [=](const std::int64_t item) {
+      cpu::stencil_streamed(in, out, cut(item), cut(item + 1), nx, ny, nz, a, b);
+      cpu::stream_fence();
+    });
+    return;
+  }
+#endif
   constexpr std::int64_t chunk = 1024 / static_cast<std::int64_t>(sizeof(T));
   const std::int64_t rows = nx * ny, plane = ny * nz;
   const std::int64_t per_item = (32768 / static_cast<std::int64_t>(sizeof(T)) + nz - 1) / nz;

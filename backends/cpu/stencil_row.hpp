@@ -10,12 +10,17 @@
 /// 0.71 -> 0.58, fp32 0.23 -> 0.13 / 0.32 -> 0.24; bf16 rows of 406 0.50 -> 0.44. The harness
 /// (2 threads, three alternations with the previous build) gained less, the grid's planes
 /// coming from L2 and L3: in cache fp64 81^3 57-62 -> 65-67 GB/s, fp32 102^3 61-66 -> 66-70,
-/// bf16 128^3 within noise; from memory within noise.
+/// bf16 128^3 within noise; from memory within noise. On AVX-512 hosts, large grids go through
+/// stencil_streamed (below): the same vectors along memory order rather than along each row, a
+/// cache line of out at a time, streamed straight from the registers.
 #pragma once
 
 #include "avx512_warnings.hpp"
 #include "convert.hpp"
+#include "streaming_store.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -154,6 +159,17 @@ struct StencilPairs {
 #endif
 
 #if defined(ROOFTOP_HAS_STENCIL_SPAN)
+namespace detail {
+/// One vector of points at c (k's vector of a row): a centre + b ((west + east) + (the rows
+/// beside it in this plane) + (in the planes beside it)), west and east the row's own
+/// neighbours (the centre vectors shifted), in the lanes L.
+template <class L, class T, class V>
+[[gnu::always_inline]] inline V stencil_point(const T* c, V west, V centre, V east, std::int64_t nz, std::int64_t plane, V a, V b) {
+  const V across = L::add(L::add(L::add(west, east), L::add(L::load(c - nz), L::load(c + nz))), L::add(L::load(c - plane), L::load(c + plane)));
+  return L::fma(a, centre, L::mul(b, across));
+}
+}  // namespace detail
+
 /// Lanes of a stencil_span step over T (AVX-512: 16, or 8 for double; AVX2: 8, 4 for double, 16
 /// for bf16): its spans must be at least this long.
 template <class T>
@@ -182,25 +198,171 @@ template <class T, class C>
   using V = typename L::V;
   constexpr std::int64_t lanes = L::lanes;
   const V va = L::set1(a), vb = L::set1(b);
-  auto point = [&](const std::int64_t k, const V west, const V centre, const V east) {
-    const V across = L::add(L::add(L::add(west, east), L::add(L::load(c + k - nz), L::load(c + k + nz))),
-                            L::add(L::load(c + k - plane), L::load(c + k + plane)));
-    L::store(at + k, L::fma(va, centre, L::mul(vb, across)));
-  };
   V before = L::load(c + k0 - lanes), centre = L::load(c + k0);
   std::int64_t k = k0;
   for (; k + lanes <= k1; k += lanes) {
     const V after = L::load(c + k + lanes);
-    point(k, L::back(before, centre), centre, L::on(centre, after));
+    L::store(at + k, detail::stencil_point<L>(c + k, L::back(before, centre), centre, L::on(centre, after), nz, plane, va, vb));
     before = centre;
     centre = after;
   }
   if (k < k1) {
     k = k1 - lanes;
-    point(k, L::load(c + k - 1), L::load(c + k), L::load(c + k + 1));
+    L::store(at + k, detail::stencil_point<L>(c + k, L::load(c + k - 1), L::load(c + k), L::load(c + k + 1), nz, plane, va, vb));
   }
   }
 }
+#endif
+
+#if defined(ROOFTOP_HAS_AVX512_CONVERT) && defined(__AVX512BW__)
+#define ROOFTOP_HAS_STENCIL_STREAMED 1
+/// Whether stencil_streamed exists (AVX-512 hosts with AVX512-BW).
+inline constexpr bool has_stencil_streamed = true;
+
+/// How far ahead (bytes) stencil_streamed prefetches, into L1, the three rows it reads from L2
+/// (the next row of this plane and the rows beside it in the planes on either side).
+inline constexpr std::int64_t stencil_l1_ahead = 1024;
+
+/// The 7-point sweep's points [p0, p1) of a dense (nx, ny, nz) grid, counted in memory order
+/// (p = (i ny + j) nz + k), written straight from the registers a cache line of out at a time
+/// with streaming stores; the partial lines at both ends, which the points before p0 and after
+/// p1 share, with plain stores. Interior points get stencil_span's values, boundary points their
+/// own bits (copied). The vectors run along memory order, not along rows: a line may hold the
+/// end of one row and the start of the next (rows that are not whole lines), and its boundary
+/// lanes (k = 0, k = nz - 1, rows j = 0 and ny - 1) take the input's bits by a blend. Lines in
+/// the boundary planes are copied; the few lines that reach into them from an interior plane, and
+/// grids whose planes are shorter than two lines, are computed a point at a time. The caller
+/// fences. Reads only inside the grid.
+///
+/// Against the sweep before (stencil_span into an L1 buffer whose completed lines were then
+/// streamed, cpu::LineStream, which AVX2 hosts keep): a store and a load more per vector, and
+/// the memory idle while the buffer filled. 2 threads, Zen 4 VM, a scratch program alternating
+/// both in one process (taking turns to go first, each writing both outputs in turn), median
+/// GB/s of two runs of twenty, a copy beside them at 47-49: fp64 256^3 32.0-32.2 -> 39.0-39.7
+/// (1.22x), fp32 323^3 41.2-42.0 -> 41.5-42.2 (1.01x), 320^3 34.7-35.8 -> 39.2-40.1 (1.12x), bf16
+/// 406^3 28.0-28.2 -> 37.0-37.3 (1.32x), fp16 406^3 25.8-25.9 -> 30.3-30.5 (1.18x), 416^3 27.3-27.5
+/// -> 29.5-29.7 (1.08x). The prefetch into L1 (stencil_l1_ahead): fp64 1.07-1.08x, fp32 1.02x,
+/// 2-byte grids 1.00-1.02x. Before the lines inside a row went through a loop of their own (the
+/// per-line tests in front of each), fp16 406^3 had lost 7% this way.
+template <class T, class C>
+inline void stencil_streamed(const T* in, T* out, std::int64_t p0, std::int64_t p1, std::int64_t nx, std::int64_t ny, std::int64_t nz, C a, C b) {
+  using L = detail::StencilLanes<T>;
+  using V = typename L::V;
+  constexpr std::int64_t lanes = L::lanes, line = 64 / static_cast<std::int64_t>(sizeof(T));
+  constexpr int per_line = static_cast<int>(line / lanes);  // vectors per line: 1, or 2 for 2-byte T
+  const std::int64_t plane = ny * nz;
+  auto boundary = [=](const std::int64_t p) {
+    const std::int64_t i = p / plane, j = p / nz % ny, k = p % nz;
+    return i == 0 || i == nx - 1 || j == 0 || j == ny - 1 || k == 0 || k == nz - 1;
+  };
+  // One point, the vectors' sums in the same order.
+  auto point = [=](const std::int64_t p) {
+    if (boundary(p)) return in[p];
+    const C across = ((C(in[p - 1]) + C(in[p + 1])) + (C(in[p - nz]) + C(in[p + nz]))) + (C(in[p - plane]) + C(in[p + plane]));
+    return T(std::fma(a, C(in[p]), b * across));
+  };
+  // The partial lines at the ends.
+  const auto offset = static_cast<std::int64_t>((reinterpret_cast<std::uintptr_t>(out + p0) & 63) / sizeof(T));
+  const std::int64_t first = offset == 0 ? p0 : std::min(p0 + line - offset, p1);
+  const std::int64_t last = first + (p1 - first) / line * line;
+  for (std::int64_t p = p0; p < first; ++p) out[p] = point(p);
+  for (std::int64_t p = last; p < p1; ++p) out[p] = point(p);
+  const V va = L::set1(a), vb = L::set1(b);
+  const bool vectors = plane >= 2 * line;  // (the loads around an interior plane's lines stay in the grid)
+  const std::int64_t last_plane = (nx - 1) * plane;
+  V before{}, centre{};
+  bool rolling = false;  // before and centre hold the vectors before p and at p
+  // The line at p computed and streamed, the lanes in `keep` (boundary points) given their own bits.
+  auto line_at = [&](const std::int64_t p, const std::uint64_t keep) __attribute__((always_inline)) {
+    const T* const c = in + p;
+    for (const T* row : {c + nz, c - plane, c + plane}) _mm_prefetch(reinterpret_cast<const char*>(row) + stencil_l1_ahead, _MM_HINT_T0);
+    prefetch_line(reinterpret_cast<const char*>(c + plane) + prefetch_distance);  // the plane read from memory, into L2
+    if (!rolling) {
+      before = L::load(c - lanes);
+      centre = L::load(c);
+      rolling = true;
+    }
+    V v[per_line];
+    for (int u = 0; u < per_line; ++u) {
+      const V after = L::load(c + (u + 1) * lanes);
+      v[u] = detail::stencil_point<L>(c + u * lanes, L::back(before, centre), centre, L::on(centre, after), nz, plane, va, vb);
+      before = centre;
+      centre = after;
+    }
+    if constexpr (std::is_same_v<T, fp16>) {
+      // Each half narrowed and streamed on its own (joining them took a lane insert more).
+      for (int u = 0; u < 2; ++u) {
+        __m256i half = narrow16<T>(v[u]);
+        if (keep != 0)
+          half = _mm256_mask_blend_epi16(static_cast<__mmask16>(keep >> (16 * u)), half, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 16 * u)));
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(out + p + 16 * u), half);
+      }
+    } else {
+      __m512i bits;
+      if constexpr (per_line == 2) bits = narrow32<T>(v[0], v[1]);
+      else if constexpr (sizeof(T) == 8) bits = _mm512_castpd_si512(v[0]);
+      else bits = _mm512_castps_si512(v[0]);
+      if (keep != 0) {
+        const __m512i own = _mm512_loadu_si512(c);
+        if constexpr (sizeof(T) == 8) bits = _mm512_mask_blend_epi64(static_cast<__mmask8>(keep), bits, own);
+        else if constexpr (sizeof(T) == 4) bits = _mm512_mask_blend_epi32(static_cast<__mmask16>(keep), bits, own);
+        else bits = _mm512_mask_blend_epi16(static_cast<__mmask32>(keep), bits, own);
+      }
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(out + p), bits);
+    }
+  };
+  std::int64_t j = first / nz % ny, k = first % nz;  // the line's first point's row in its plane, and column
+  for (std::int64_t p = first; p < last;) {
+    // The lines before the one holding k = nz - 1, where p's row is an interior row of an
+    // interior plane and k >= 1: all interior points, one after another.
+    if (vectors && k >= 1 && j >= 1 && j <= ny - 2 && p >= plane && p < last_plane) {
+      const std::int64_t n = std::min((nz - 1 - k) / line, (last - p) / line);
+      for (std::int64_t q = 0; q < n; ++q) line_at(p + q * line, 0);
+      p += n * line;
+      k += n * line;
+      if (p == last) break;
+    }
+    // One line with the rest of the rules.
+    const T* const c = in + p;
+    std::uint64_t keep = 0;  // the boundary lanes
+    bool computed = vectors && p >= plane && p + line <= last_plane;
+    constexpr std::uint64_t all = (std::uint64_t{1} << line) - 1;
+    if (computed && nz > line && j >= 1 && j + (k + line > nz ? 1 : 0) <= ny - 2) {
+      // In one interior row, or across the end of one into the next (rows longer than a line).
+      keep = (k == 0 ? 1u : 0u) | (k + line > nz - 1 ? (std::uint64_t{3} << (nz - 1 - k)) & all : 0u);
+    } else if (computed) {
+      for (std::int64_t l = 0, jj = j, kk = k; l < line; jj = jj + 1 == ny ? 0 : jj + 1, kk = 0) {
+        const std::int64_t run = std::min(nz - kk, line - l);  // lanes [l, l + run) lie in row jj
+        if (jj == 0 || jj == ny - 1) {
+          keep |= ((std::uint64_t{1} << run) - 1) << l;
+        } else {
+          if (kk == 0) keep |= std::uint64_t{1} << l;
+          if (kk + run == nz) keep |= std::uint64_t{1} << (l + run - 1);
+        }
+        l += run;
+      }
+      computed = keep != all;
+    }
+    if (computed) {
+      line_at(p, keep);
+    } else {
+      if (vectors && (p + line <= plane || p >= last_plane || keep != 0)) {
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(out + p), _mm512_loadu_si512(c));  // all boundary: copied
+      } else {  // reaching into a boundary plane, or tiny planes
+        alignas(64) T values[line];
+        for (std::int64_t q = 0; q < line; ++q) values[q] = point(p + q);
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(out + p), _mm512_load_si512(values));
+      }
+      rolling = false;
+    }
+    p += line;
+    for (k += line; k >= nz; k -= nz) j = j + 1 == ny ? 0 : j + 1;
+  }
+}
+#else
+inline constexpr bool has_stencil_streamed = false;
+#endif
+#if defined(ROOFTOP_HAS_STENCIL_SPAN)
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
