@@ -43,9 +43,11 @@ TEST_CASE_TEMPLATE("stencil: one Jacobi sweep matches a float64 reference; bound
                    ROOFTOP_DTYPES) {
   const double c0 = -0.3, c1 = 1.0 / 6;
   const std::vector<std::array<std::int64_t, 3>> grids = {
-      {0, 5, 5}, {1, 1, 1}, {2, 3, 4}, {3, 3, 3}, {3, 1, 7}, {13, 7, 29}, {5, 9, 2048 + 37}, {4, 5, 2048}, {4, 5, 512 + 5}, {64, 64, 64}};
+      {0, 5, 5}, {1, 1, 1}, {2, 3, 4}, {3, 3, 3}, {3, 1, 7}, {13, 7, 29}, {5, 9, 2048 + 37}, {4, 5, 2048}, {4, 5, 512 + 5}, {64, 64, 64},
+      {4, 300, 1001}};
   // (nz = 29: 16-point blocks with an overlapping last one; 512 + 5: a 2-byte row's second
-  // 512-point chunk too short for a block)
+  // 512-point chunk too short for a block; 300 x 1001: planes of 600 KB and more, which
+  // streamed AVX-512 sweeps cut into slabs of rows)
   for (const std::size_t threshold : test::store_thresholds)
   for (const auto& grid : grids) {
     CAPTURE(threshold);
@@ -120,7 +122,7 @@ TEST_CASE_TEMPLATE("stencil: dense grids that start anywhere in a cache line giv
   // lines at its ends a point at a time: every offset of in and out gives the same values.)
   test::StreamingThreshold stores(0);
   using Unmanaged = Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  const std::vector<std::array<std::int64_t, 3>> grids = {{7, 9, 37}, {5, 6, 64}, {4, 33, 20}, {6, 3, 5}};
+  const std::vector<std::array<std::int64_t, 3>> grids = {{7, 9, 37}, {5, 6, 64}, {4, 33, 20}, {6, 3, 5}, {3, 300, 1001}};
   const std::vector<std::array<std::int64_t, 2>> offsets = {{1, 3}, {5, 0}, {0, 7}, {31, 17}};
   for (const auto& grid : grids) {
     const std::int64_t nx = grid[0], ny = grid[1], nz = grid[2], n = nx * ny * nz;
