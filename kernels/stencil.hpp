@@ -45,6 +45,15 @@ struct StencilShape {
   static constexpr std::int64_t tile_i = 1;
   static constexpr std::int64_t tile_j = 4;
   static constexpr std::int64_t tile_k = gpu ? 64 : 1;  // in chunks
+  /// Streamed host sweeps on AVX-512 hosts (cpu::stencil_streamed) go down the planes in slabs
+  /// of rows holding about this many bytes of each plane, so that the three planes' slabs a row
+  /// reads stay in L2 (1 MB on the Zen 4 VM): the sweep walking whole planes read plane i-1 back
+  /// from L3 once a plane was 512 KB. 2 threads, Zen 4 VM, a scratch program alternating them in
+  /// one process, two runs, median GB/s (copy 50-51): fp64 256^3 whole planes 38.0-38.6, slabs of
+  /// 32 rows (64 KB) 42.0-42.6, 64 (128 KB) 44.8-45.0, 128 (256 KB) 45.0-45.1; fp32 323^3 whole
+  /// planes 40.8-41.4, 41 rows (53 KB) 43.9-44.9, 81 (105 KB) 49.7-49.8, 162 (209 KB) 51.6-52.1.
+  /// One thread: fp64 20.9 -> 25.4 (128 rows), fp32 23.0 -> 31.1 (162 rows).
+  static constexpr std::int64_t slab_bytes = 256 * 1024;
   /// Host sweeps of large grids (stencil_rows): whether grids of T whose rows are not whole
   /// cache lines are streamed too, and whether sweeps with plain stores prefetch each row's
   /// neighbour in the next plane (streamed ones do). On AVX2 hosts, 4- and 8-byte grids only,
@@ -60,15 +69,6 @@ struct StencilShape {
   /// 12.8-17.6 -> 12.5-15.5). Whole-line rows stream either way (fp32 320^3 21.4 -> 24.2, fp64
   /// 256^3 25.6-27.4 -> 27.9-29.3). AVX-512 hosts stream every large grid (cpu::stencil_streamed)
   /// and prefetch in plain sweeps too.
-  /// Streamed host sweeps on AVX-512 hosts (cpu::stencil_streamed) go down the planes in slabs
-  /// of rows holding about this many bytes of each plane, so that the three planes' slabs a row
-  /// reads stay in L2 (1 MB on the Zen 4 VM): the sweep walking whole planes read plane i-1 back
-  /// from L3 once a plane was 512 KB. 2 threads, Zen 4 VM, a scratch program alternating them in
-  /// one process, two runs, median GB/s (copy 50-51): fp64 256^3 whole planes 38.0-38.6, slabs of
-  /// 32 rows (64 KB) 42.0-42.6, 64 (128 KB) 44.8-45.0, 128 (256 KB) 45.0-45.1; fp32 323^3 whole
-  /// planes 40.8-41.4, 41 rows (53 KB) 43.9-44.9, 81 (105 KB) 49.7-49.8, 162 (209 KB) 51.6-52.1.
-  /// One thread: fp64 20.9 -> 25.4 (128 rows), fp32 23.0 -> 31.1 (162 rows).
-  static constexpr std::int64_t slab_bytes = 256 * 1024;
 #if defined(ROOFTOP_HAS_AVX2_LANES)
   template <class T>
   static constexpr bool host_streams_partial_lines = sizeof(T) >= 4;
@@ -86,10 +86,10 @@ struct StencilShape {
 /// Cache-sized grids (not `streamed`) are written in place; the 3D range below them ran 1.1-3x
 /// slower in fp32/fp64 and 3-8x in bf16/fp16 (81^3 to 128^3, 2 threads, Zen 5 VM, scratch
 /// program, two alternations, median GB/s: fp32 128^3 35-37 -> 70-71, fp64 81^3 23 -> 44, bf16
-/// 128^3 9-10 -> 33, fp16 5.5 -> 35). Large ones, on AVX-512 hosts: runs of about 32 KB of out
-/// cut at its cache lines, each written a line at a time from the registers with streaming
-/// stores (cpu::stencil_streamed, which has the figures: 1.01-1.32x the sweep below). Large ones
-/// on AVX2 hosts: a run's output is one
+/// 128^3 9-10 -> 33, fp16 5.5 -> 35). Large ones, on AVX-512 hosts: slabs of rows walked down
+/// the planes (StencilShape::slab_bytes), each plane's part written a cache line at a time from
+/// the registers with streaming stores (cpu::stencil_streamed; together 1.15-1.42x the sweep
+/// below, docs/kernels.md has the figures). Large ones on AVX2 hosts: a run's output is one
 /// contiguous stretch, written through a cpu::LineStream: each interior row is computed
 /// `chunk` elements at a time into its L1 buffer (all of it, k = 0 and nz-1 too, whose
 /// neighbours along k lie in the rows beside it; those two are then copied over) and every

@@ -237,7 +237,8 @@ inline constexpr std::int64_t stencil_l1_ahead = 1024;
 /// Against the sweep before (stencil_span into an L1 buffer whose completed lines were then
 /// streamed, cpu::LineStream, which AVX2 hosts keep): a store and a load more per vector, and
 /// the memory idle while the buffer filled. 2 threads, Zen 4 VM, a scratch program alternating
-/// both in one process (taking turns to go first, each writing both outputs in turn), median
+/// both in one process (taking turns to go first, each writing both outputs in turn), work items
+/// of 32 KB runs in memory order (kernels/stencil.hpp has since cut the planes into slabs), median
 /// GB/s of two runs of twenty, a copy beside them at 47-49: fp64 256^3 32.0-32.2 -> 39.0-39.7
 /// (1.22x), fp32 323^3 41.2-42.0 -> 41.5-42.2 (1.01x), 320^3 34.7-35.8 -> 39.2-40.1 (1.12x), bf16
 /// 406^3 28.0-28.2 -> 37.0-37.3 (1.32x), fp16 406^3 25.8-25.9 -> 30.3-30.5 (1.18x), 416^3 27.3-27.5
