@@ -160,12 +160,10 @@ struct StencilPairs {
 
 #if defined(ROOFTOP_HAS_STENCIL_SPAN)
 namespace detail {
-/// One vector of points at c (k's vector of a row): a centre + b ((west + east) + (the rows
-/// beside it in this plane) + (in the planes beside it)), west and east the row's own
-/// neighbours (the centre vectors shifted), in the lanes L.
 #if defined(ROOFTOP_HAS_AVX512_CONVERT) && defined(__AVX512BW__)
 /// A line of 32 bf16 as two registers of floats: its even points (each 32-bit lane's low half,
-/// shifted up) and its odd points (the high halves, the low halves cleared), exactly.
+/// shifted up) and its odd points (the high halves, the low halves cleared), exactly (the
+/// AVX-512 form of AVX2's cpu::load_pairs, a whole line at once).
 struct Bf16Line {
   __m512 even, odd;
 };
@@ -182,6 +180,9 @@ struct Bf16Line {
 }
 #endif
 
+/// One vector of points at c (k's vector of a row): a centre + b ((west + east) + (the rows
+/// beside it in this plane) + (in the planes beside it)), west and east the row's own
+/// neighbours (the centre vectors shifted), in the lanes L.
 template <class L, class T, class V>
 [[gnu::always_inline]] inline V stencil_point(const T* c, V west, V centre, V east, std::int64_t nz, std::int64_t plane, V a, V b) {
   const V across = L::add(L::add(L::add(west, east), L::add(L::load(c - nz), L::load(c + nz))), L::add(L::load(c - plane), L::load(c + plane)));
