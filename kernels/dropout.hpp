@@ -2,11 +2,19 @@
 /// \file
 /// Dropout with a counter-based generator, and the fused bias + GELU + dropout chain.
 ///
-/// Element i is kept iff hash(seed, offset + i) >= round(p * 2^32), where the hash is
-/// MurmurHash3's 32-bit finalizer keyed by the seed: the mask is a pure function of (seed,
-/// offset, index), so it is the same on every backend and thread count, and no mask is stored
-/// (the backward pass recomputes it from the same seed and offset). Kept values are scaled by
-/// 1 / (1 - p); p = 0 copies, p = 1 zeroes.
+/// Element i is kept iff its 16 random bits are >= round(p * 2^16). Its counter c = offset + i
+/// names a pair (c >> 1) and a half (c & 1): the pair's 32 bits are MurmurHash3's 32-bit
+/// finalizer of the pair's number keyed by the seed, the even element takes their low half and
+/// the odd one their high half. The mask is a pure function of (seed, offset, index), so it is
+/// the same on every backend and thread count, and no mask is stored (the backward pass
+/// recomputes it from the same seed and offset). Kept values are scaled by 1 / (1 - p); p = 0
+/// copies, p = 1 zeroes. The drop probability is p rounded to a multiple of 2^-16 (within
+/// 7.7e-6 of p; FlashAttention-2's dropout rounds it to 2^-8).
+///
+/// One hash per pair rather than per element: the hash is most of the mask's work, and on the
+/// host two elements' 16-bit halves are compared in one instruction in their memory order
+/// (see DropoutMask::Lanes). Zen 4 VM, a scratch loop of bf16 dropout in L1, TSC cycles per
+/// sixteen values: 8.1 with a hash per element, 6.1 with one per pair.
 ///
 /// Storage fp32, bf16 or fp16; math in fp32. Input and output may be the same View.
 #pragma once
@@ -20,8 +28,8 @@ namespace rooftop {
 /// The keep/drop decision and scaling of one dropout call.
 struct DropoutMask {
   std::uint32_t key0 = 0, key1 = 0;
-  std::uint32_t threshold32 = 0;  // keep iff hash >= threshold32 (and keep_any)
-  bool keep_any = true;           // false for p = 1
+  std::uint32_t threshold = 0;  // keep iff the element's 16 bits >= threshold (and keep_any)
+  bool keep_any = true;         // false for p = 1 (and p within 2^-17 of 1)
   float scale = 1;
 
   /// Mask for drop probability p (in [0, 1]) and `seed`; elements are numbered from `offset`.
@@ -33,9 +41,9 @@ struct DropoutMask {
     z ^= z >> 31;
     key0 = static_cast<std::uint32_t>(z);
     key1 = static_cast<std::uint32_t>(z >> 32);
-    const double threshold = p * 4294967296.0 + 0.5;  // round(p * 2^32)
-    keep_any = threshold < 4294967296.0;
-    threshold32 = keep_any ? static_cast<std::uint32_t>(threshold) : 0u;
+    const double rounded = p * 65536.0 + 0.5;  // round(p * 2^16)
+    keep_any = rounded < 65536.0;
+    threshold = keep_any ? static_cast<std::uint32_t>(rounded) : 0u;
     scale = p < 1 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
   }
 
@@ -50,10 +58,12 @@ struct DropoutMask {
   /// The key of the counters whose high word is `high`.
   KOKKOS_FORCEINLINE_FUNCTION std::uint32_t key_for(std::uint32_t high) const { return key0 ^ (high * 0x9e3779b9u); }
   /// Whether the element whose counter has low word `low` is kept, `key` the key of its high
-  /// word. One keyed finalizer round: a bijection of the low word for each key (the keep rate is
-  /// exact over every aligned block of 2^32 elements), with the high word folded into the key.
+  /// word: the half (low & 1) of its pair's bits fmix32((low >> 1) ^ key) ^ key1. One keyed
+  /// finalizer round, a bijection of the pair's number for each key, with the high word folded
+  /// into the key (2^32 is even: a pair never spans two high words).
   KOKKOS_FORCEINLINE_FUNCTION bool keeps(std::uint32_t low, std::uint32_t key) const {
-    return ((fmix32(low ^ key) ^ key1) >= threshold32) & keep_any;
+    const std::uint32_t bits = fmix32((low >> 1) ^ key) ^ key1;
+    return (((bits >> ((low & 1u) * 16u)) & 0xffffu) >= threshold) & keep_any;
   }
   /// The elements first + j for j < 2^32, with the 64-bit arithmetic of their counters done once:
   /// per element only 32-bit operations remain, which vectorize on CPUs (64-bit lanes cost
@@ -109,85 +119,171 @@ struct DropoutMask {
     });
   }
 
+#if defined(ROOFTOP_HAS_MAP_LINES)
+  /// The pairs' bits fmix32(m ^ key) ^ key1 of U registers of pair numbers m (GCC vectors of
+  /// uint32, in place), each step over all of them before the next: one register's hash is a
+  /// chain of a dozen dependent operations (Zen 3 VM, AVX2, a scratch program, one thread in
+  /// L1, TSC cycles per register of eight: 5.3 one register at a time, 4.4 four together).
+  template <class Bits, int U>
+  [[gnu::always_inline]] static void pair_bits(Bits (&h)[U], std::uint32_t key, std::uint32_t key1) {
+    for (int u = 0; u < U; ++u) h[u] ^= key;
+    for (int u = 0; u < U; ++u) h[u] = (h[u] ^ (h[u] >> 16)) * 0x85ebca6bu;
+    for (int u = 0; u < U; ++u) h[u] = (h[u] ^ (h[u] >> 13)) * 0xc2b2ae35u;
+    for (int u = 0; u < U; ++u) h[u] ^= (h[u] >> 16) ^ key1;
+  }
+#endif
+
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
   ROOFTOP_AVX512_WARNINGS_OFF
-  /// keeps() and apply() sixteen lanes at a time on an AVX-512 host, for this mask's constants
-  /// (eight on AVX2 hosts, below: the same interface).
+  /// keeps() sixteen lanes at a time on an AVX-512 host, for this mask's constants (eight on
+  /// AVX2 hosts, below). Sixteen elements from an even counter are eight pairs, and the
+  /// halves of eight hashes in half a register are their sixteen 16-bit numbers in memory
+  /// order, compared as words (AVX512-BW): half the hashing of one hash per lane, which the
+  /// other counters (and hosts without AVX512-BW) take, each lane hashing its own pair.
   /// A dropped value is cleared by an AND after the multiply, not by a masked multiply: GCC
   /// folds a load into a masked multiply as a masked memory operand, and masked loads that miss
   /// the cache stall on the Zen 5 VM (dropout fp32, 2^25 elements, 2 threads, scratch program:
   /// 23 GB/s, 43-60 with the AND, scale beside it at 48-66).
   struct Lanes {
-    __m512i key1, threshold, ones, c1, c2;
+    using Bits = std::uint32_t __attribute__((vector_size(64)));
+    using HalfBits = std::uint32_t __attribute__((vector_size(32)));
+    std::uint32_t key1;
+    __m512i threshold_top;    // threshold << 16: a lane's 16 bits moved to its top are >= it iff they are >= threshold
+    __m256i threshold_words;  // threshold in every 16-bit word
+    __m512i ones;
     __m512 scale;
     __mmask16 any;
     explicit Lanes(const DropoutMask& m)
-        : key1(_mm512_set1_epi32(static_cast<int>(m.key1))), threshold(_mm512_set1_epi32(static_cast<int>(m.threshold32))),
-          ones(_mm512_set1_epi32(-1)), c1(_mm512_set1_epi32(static_cast<int>(0x85ebca6bu))),
-          c2(_mm512_set1_epi32(static_cast<int>(0xc2b2ae35u))), scale(_mm512_set1_ps(m.scale)), any(m.keep_any ? 0xffff : 0) {}
-    /// The lanes whose counters' low words `low` (under the keys `key`) are kept: fmix32 in
-    /// lanes.
-    [[gnu::always_inline]] __mmask16 kept(__m512i low, __m512i key) const {
-      __m512i h = _mm512_xor_si512(low, key);
-      h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), c1);
-      h = _mm512_mullo_epi32(_mm512_xor_si512(h, _mm512_srli_epi32(h, 13)), c2);
-      h = _mm512_xor_si512(_mm512_xor_si512(h, _mm512_srli_epi32(h, 16)), key1);
-      return _mm512_mask_cmpge_epu32_mask(any, h, threshold);
+        : key1(m.key1), threshold_top(_mm512_set1_epi32(static_cast<int>(m.threshold << 16))),
+          threshold_words(_mm256_set1_epi16(static_cast<short>(m.threshold))), ones(_mm512_set1_epi32(-1)),
+          scale(_mm512_set1_ps(m.scale)), any(m.keep_any ? 0xffff : 0) {}
+    /// v[u] scaled in the lanes kept, 0 in the others, for registers whose lanes' counters have
+    /// low words `low[u]` under the keys `key[u]`, each lane hashing its own pair. A dropped
+    /// value is cleared by an AND after the multiply, or where `computed` (v computed in
+    /// registers, not loaded: no load can fold into it) by a masked multiply (bf16 in L1, one
+    /// thread: 3.9 -> 3.4 TSC cycles per sixteen). Each register's mask is used as soon as it is
+    /// made: with eight registers' masks made first, the fused chain's mask registers spilled
+    /// (10% more time).
+    template <bool computed, int U>
+    [[gnu::always_inline]] void apply(__m512 (&v)[U], const Bits (&low)[U], const Bits (&key)[U]) const {
+      Bits h[U];
+      for (int u = 0; u < U; ++u) h[u] = (low[u] >> 1) ^ key[u];
+      pair_bits(h, 0u, key1);
+      for (int u = 0; u < U; ++u) {
+        // Even lanes take the low half: moved to the top, where the odd lanes' half is.
+        const __mmask16 even = _mm512_testn_epi32_mask(reinterpret_cast<__m512i>(low[u]), _mm512_set1_epi32(1));
+        const __m512i top = _mm512_mask_slli_epi32(reinterpret_cast<__m512i>(h[u]), even, reinterpret_cast<__m512i>(h[u]), 16);
+        v[u] = scaled<computed>(v[u], _mm512_mask_cmpge_epu32_mask(any, top, threshold_top));
+      }
     }
-    /// v scaled in the kept lanes, 0 in the others.
-    [[gnu::always_inline]] __m512 apply(__m512 v, __m512i low, __m512i key) const {
-      return _mm512_and_ps(_mm512_mul_ps(v, scale), _mm512_castsi512_ps(_mm512_maskz_mov_epi32(kept(low, key), ones)));
+    /// The same for registers of the sixteen elements whose counters have low words low + 16u,
+    /// ..., low + 16u + 15, all under `key`.
+    template <bool computed, int U>
+    [[gnu::always_inline]] void apply(__m512 (&v)[U], std::uint32_t low, std::uint32_t key) const {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+      if ((low & 1u) == 0) {
+        const HalfBits pairs = {0, 1, 2, 3, 4, 5, 6, 7};
+        HalfBits h[U];
+        for (int u = 0; u < U; ++u) h[u] = pairs + ((low >> 1) + 8u * static_cast<std::uint32_t>(u));
+        pair_bits(h, key, key1);
+        for (int u = 0; u < U; ++u)
+          v[u] = scaled<computed>(v[u], _mm256_mask_cmpge_epu16_mask(any, reinterpret_cast<__m256i>(h[u]), threshold_words));
+        return;
+      }
+#endif
+      Bits lows[U], keys[U];
+      for (int u = 0; u < U; ++u) {
+        lows[u] = Bits{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + (low + 16u * static_cast<std::uint32_t>(u));
+        keys[u] = Bits{} + key;
+      }
+      apply<computed>(v, lows, keys);
     }
-    /// apply for a v computed in registers (not loaded): one masked multiply, which the AND
-    /// avoids only because a load folded into it stalls (above). The same values.
-    [[gnu::always_inline]] __m512 apply_computed(__m512 v, __m512i low, __m512i key) const {
-      return _mm512_maskz_mul_ps(kept(low, key), v, scale);
+    /// v scaled in the lanes of k, 0 in the others.
+    template <bool computed>
+    [[gnu::always_inline]] __m512 scaled(__m512 v, __mmask16 k) const {
+      if constexpr (computed) {
+        return _mm512_maskz_mul_ps(k, v, scale);
+      } else {
+        return _mm512_and_ps(_mm512_mul_ps(v, scale), _mm512_castsi512_ps(_mm512_maskz_mov_epi32(k, ones)));
+      }
     }
-    /// The low words low0 + j, ..., low0 + j + 15.
-    [[gnu::always_inline]] static __m512i counters(std::uint32_t low0, std::int64_t j) {
-      return _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(low0 + static_cast<std::uint32_t>(j))),
-                              _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-    }
-    /// k in every lane.
-    [[gnu::always_inline]] static __m512i splat(std::uint32_t k) { return _mm512_set1_epi32(static_cast<int>(k)); }
   };
   ROOFTOP_AVX512_WARNINGS_ON
 #elif defined(ROOFTOP_HAS_MAP_LINES)
-  /// keeps() and apply() eight lanes at a time on an AVX2 host, a few registers together (the
-  /// AVX-512 Lanes above apply one register at a time): a kept lane's mask is all ones, and a
-  /// dropped value is cleared by an AND.
+  /// keeps() and the scaling eight lanes at a time on an AVX2 host, a few registers together:
+  /// a kept lane's mask is all ones, and a dropped value is cleared by an AND. Sixteen
+  /// elements from an even counter are eight pairs: the sixteen 16-bit halves of one register
+  /// of hashes, in memory order, compared as words and widened to the lanes of two registers
+  /// (as the AVX-512 Lanes above, half the hashing); other counters hash each lane's pair.
   struct Lanes {
-    __m256i key1, threshold, c1, c2, any;
+    using Bits = std::uint32_t __attribute__((vector_size(32)));
+    std::uint32_t key1;
+    __m256i threshold_top, threshold_words, any;  // as the AVX-512 Lanes' (any: all ones unless p = 1)
     __m256 scale;
     explicit Lanes(const DropoutMask& m)
-        : key1(splat(m.key1)), threshold(splat(m.threshold32)), c1(splat(0x85ebca6bu)), c2(splat(0xc2b2ae35u)),
-          any(_mm256_set1_epi32(m.keep_any ? -1 : 0)), scale(_mm256_set1_ps(m.scale)) {}
-    /// v[u] scaled in the lanes whose counters' low words low[u] (under `key`) are kept, 0 in
-    /// the others: fmix32 in lanes, h >= threshold unsigned as max(h, threshold) == h. Each
-    /// step of the hash goes over all U registers before the next (one register's hash is a
-    /// chain of a dozen dependent operations; a scratch program, one thread in L1, TSC cycles
-    /// per register of eight: 5.3 one register at a time, 4.4 four together).
+        : key1(m.key1), threshold_top(_mm256_set1_epi32(static_cast<int>(m.threshold << 16))),
+          threshold_words(_mm256_set1_epi16(static_cast<short>(m.threshold))), any(_mm256_set1_epi32(m.keep_any ? -1 : 0)),
+          scale(_mm256_set1_ps(m.scale)) {}
+    /// All ones in the lanes whose bits (moved to the top) are >= threshold_top: unsigned, as
+    /// max(top, threshold_top) == top.
+    [[gnu::always_inline]] __m256i at_least(__m256i top) const {
+      return _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(top, threshold_top), top), any);
+    }
+    /// v scaled in the lanes of `keep` (all ones where kept), 0 in the others.
+    [[gnu::always_inline]] __m256 scaled(__m256 v, __m256i keep) const {
+      return _mm256_and_ps(_mm256_mul_ps(v, scale), _mm256_castsi256_ps(keep));
+    }
+    /// v[u] scaled in the lanes kept, 0 in the others, for registers whose lanes' counters have
+    /// low words `low[u]`, under `key`, each lane hashing its own pair. Each register's mask is
+    /// used as soon as it is made (as in the AVX-512 Lanes).
     template <int U>
-    [[gnu::always_inline]] void apply(__m256 (&v)[U], const __m256i (&low)[U], __m256i key) const {
-      __m256i h[U];
-      for (int u = 0; u < U; ++u) h[u] = _mm256_xor_si256(low[u], key);
-      for (int u = 0; u < U; ++u) h[u] = _mm256_mullo_epi32(_mm256_xor_si256(h[u], _mm256_srli_epi32(h[u], 16)), c1);
-      for (int u = 0; u < U; ++u) h[u] = _mm256_mullo_epi32(_mm256_xor_si256(h[u], _mm256_srli_epi32(h[u], 13)), c2);
-      for (int u = 0; u < U; ++u) h[u] = _mm256_xor_si256(_mm256_xor_si256(h[u], _mm256_srli_epi32(h[u], 16)), key1);
-      for (int u = 0; u < U; ++u) {
-        const __m256i keep = _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(h[u], threshold), h[u]), any);
-        v[u] = _mm256_and_ps(_mm256_mul_ps(v[u], scale), _mm256_castsi256_ps(keep));
+    [[gnu::always_inline]] void apply(__m256 (&v)[U], const Bits (&low)[U], std::uint32_t key) const {
+      Bits h[U];
+      for (int u = 0; u < U; ++u) h[u] = low[u] >> 1;
+      pair_bits(h, key, key1);
+      for (int u = 0; u < U; ++u)  // even lanes' low half moved to the top
+        v[u] = scaled(v[u], at_least(reinterpret_cast<__m256i>(h[u] << (((low[u] & 1u) ^ 1u) * 16u))));
+    }
+    /// The same for registers of the elements whose counters have low words low + 8u, ...,
+    /// low + 8u + 7, under `key`.
+    template <int U>
+    [[gnu::always_inline]] void apply(__m256 (&v)[U], std::uint32_t low, std::uint32_t key) const {
+      if constexpr (U % 2 == 0) {
+        if ((low & 1u) == 0) {
+          Bits h[U / 2];
+          for (int w = 0; w < U / 2; ++w) h[w] = Bits{0, 1, 2, 3, 4, 5, 6, 7} + ((low >> 1) + 8u * static_cast<std::uint32_t>(w));
+          pair_bits(h, key, key1);
+          for (int w = 0; w < U / 2; ++w) {
+            const __m256i bits = reinterpret_cast<__m256i>(h[w]);
+            const __m256i words = _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_max_epu16(bits, threshold_words), bits), any);
+            v[2 * w] = scaled(v[2 * w], _mm256_cvtepi16_epi32(_mm256_castsi256_si128(words)));
+            v[2 * w + 1] = scaled(v[2 * w + 1], _mm256_cvtepi16_epi32(_mm256_extracti128_si256(words, 1)));
+          }
+          return;
+        }
       }
+      Bits lows[U];
+      for (int u = 0; u < U; ++u) lows[u] = Bits{0, 1, 2, 3, 4, 5, 6, 7} + (low + 8u * static_cast<std::uint32_t>(u));
+      apply(v, lows, key);
     }
-    /// The low words low0 + j, ..., low0 + j + 7.
-    [[gnu::always_inline]] static __m256i counters(std::uint32_t low0, std::int64_t j) {
-      return _mm256_add_epi32(splat(low0 + static_cast<std::uint32_t>(j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    /// apply for bf16 in pairs of registers (cpu::load_pair_line): v = the even and the odd
+    /// elements of the sixteen from low, then of the sixteen from low + 16. From an even
+    /// counter the even elements take the low halves of their pairs' hashes (moved to the
+    /// top) and the odd ones the high halves, one register of hashes per sixteen elements.
+    [[gnu::always_inline]] void apply_pairs(__m256 (&v)[4], std::uint32_t low, std::uint32_t key) const {
+      const Bits evens = Bits{0, 2, 4, 6, 8, 10, 12, 14} + low;
+      if ((low & 1u) == 0) {
+        Bits h[2] = {evens >> 1, (evens >> 1) + 8u};
+        pair_bits(h, key, key1);
+        for (int w = 0; w < 2; ++w) {
+          v[2 * w] = scaled(v[2 * w], at_least(reinterpret_cast<__m256i>(h[w] << 16)));
+          v[2 * w + 1] = scaled(v[2 * w + 1], at_least(reinterpret_cast<__m256i>(h[w])));
+        }
+        return;
+      }
+      const Bits lows[4] = {evens, evens + 1u, evens + 16u, evens + 17u};
+      apply(v, lows, key);
     }
-    /// The low words low0 + j, low0 + j + 2, ..., low0 + j + 14 (cpu::load_pairs' even elements).
-    [[gnu::always_inline]] static __m256i pair_counters(std::uint32_t low0, std::int64_t j) {
-      return _mm256_add_epi32(splat(low0 + static_cast<std::uint32_t>(j)), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
-    }
-    [[gnu::always_inline]] static __m256i splat(std::uint32_t k) { return _mm256_set1_epi32(static_cast<int>(k)); }
   };
 #endif
 
@@ -208,7 +304,6 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
   const DropoutMask::Lanes lanes(mask);
   mask.for_each_run(first, n, [&](const std::int64_t j0, const std::int64_t count, const std::uint32_t low, const std::uint32_t key) {
     const In* const x = in + j0;
-    const auto k = DropoutMask::Lanes::splat(key);
     auto one = [&](const std::int64_t j) {
       return math::select(mask.keeps(low + static_cast<std::uint32_t>(j), key), float(x[j]) * mask.scale, 0.0f);
     };
@@ -219,44 +314,35 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
     // 6.79 -> 6.32, fp16 5.85 -> 5.19; chain_fused 4x4096 fp32 11.33 -> 10.90, bf16 15.24 ->
     // 14.11, fp16 12.87 -> 11.71. From memory (2 threads) within this VM's noise.
     if constexpr (std::is_same_v<In, bf16> && std::is_same_v<T, bf16>) {
-      // bf16 in pairs of registers (cpu::load_pairs), the even and the odd elements' counters
-      // two apart. Zen 3 VM, one process alternating with the in-order lanes, best: one thread
-      // 64x4096 0.425 -> 0.381 ns per element; 2 threads 2^26 elements, two runs, 15.1 -> 17.5
-      // and 17.6 -> 19.5 GB/s.
+      // bf16 in pairs of registers (cpu::load_pair_line). Zen 3 VM, one process alternating
+      // with the in-order lanes, best: one thread 64x4096 0.425 -> 0.381 ns per element; 2
+      // threads 2^26 elements, two runs, 15.1 -> 17.5 and 17.6 -> 19.5 GB/s.
       map_whole_lines<streamed>(
           out + j0, count,
-          [&](const std::int64_t j) {
+          [&](const std::int64_t j) __attribute__((always_inline)) {
             __m256 v[4];
             load_pair_line(x + j, v);
-            const __m256i one_on = _mm256_set1_epi32(1), first = DropoutMask::Lanes::pair_counters(low, j),
-                          second = DropoutMask::Lanes::pair_counters(low, j + 16);
-            const __m256i counters[4] = {first, _mm256_add_epi32(first, one_on), second, _mm256_add_epi32(second, one_on)};
-            lanes.apply(v, counters, k);
+            lanes.apply_pairs(v, low + static_cast<std::uint32_t>(j), key);
             return merge_pair_line(v);
           },
           one);
     } else {
       map_line_registers<streamed, step_registers<T>>(
           out + j0, count,
-          [&](const std::int64_t j, auto& v) {
-            __m256i counters[registers_of<decltype(v)>];
-            for (int u = 0; u < registers_of<decltype(v)>; ++u) {
-              v[u] = cpu::load_floats(x + j + cpu::float_lanes * u);
-              counters[u] = DropoutMask::Lanes::counters(low, j + cpu::float_lanes * u);
-            }
-            lanes.apply(v, counters, k);
+          [&](const std::int64_t j, auto& v) __attribute__((always_inline)) {
+            for (int u = 0; u < registers_of<decltype(v)>; ++u) v[u] = cpu::load_floats(x + j + cpu::float_lanes * u);
+            lanes.apply(v, low + static_cast<std::uint32_t>(j), key);
           },
           one);
     }
 #else
     map_lines<streamed>(
         out + j0, count,
-        [&](const std::int64_t j) {
-          // 2-byte values are widened in registers before the multiply, so no load folds into
-          // it: one masked multiply (bf16 in L1, one thread: 3.9 -> 3.4 TSC cycles per sixteen).
-          const cpu::Floats v = cpu::load_floats(x + j);
-          const auto counters = DropoutMask::Lanes::counters(low, j);
-          return sizeof(In) == 2 ? lanes.apply_computed(v, counters, k) : lanes.apply(v, counters, k);
+        [&](const std::int64_t j) __attribute__((always_inline)) {
+          // 2-byte values are widened in registers before the multiply (Lanes::apply's `computed`).
+          cpu::Floats v[1] = {cpu::load_floats(x + j)};
+          lanes.apply<sizeof(In) == 2>(v, low + static_cast<std::uint32_t>(j), key);
+          return v[0];
         },
         one);
 #endif
@@ -293,7 +379,7 @@ struct GeluDropout {
     /// [c + 16u, c + 16u + 16) of a row of `cols`, from their sums x + bias, bit for bit
     /// operator(): GELU of the registers together, then each one's mask (a lane's key is the
     /// carried one where its low word has wrapped, as in keep; rows whose low words do not wrap
-    /// skip that choice). With the masked multiply of apply_computed, bf16 4096 columns in L1,
+    /// skip that choice). With the masked multiply of Lanes::apply<true>, bf16 4096 columns in L1,
     /// one thread: 10.3 -> 9.2 TSC cycles per sixteen; eight registers together rather than one
     /// (long_step_registers), one thread, 4x4096 in L2, 9-14% less time (docs/kernels.md).
     /// Not on AVX2 hosts (lanes_in_blocks there, below): with sixteen registers the fused lanes
@@ -302,17 +388,22 @@ struct GeluDropout {
     static constexpr bool row_lanes = has_lanes<G>;
     static constexpr int together = long_step_registers;
     auto lanes(std::int64_t cols) const {
-      return [d = DropoutMask::Lanes(mask), low0 = span.low0, key = _mm512_set1_epi32(static_cast<int>(span.key)),
-              carry = _mm512_set1_epi32(static_cast<int>(span.key_carry)),
+      return [d = DropoutMask::Lanes(mask), low0 = span.low0, key = span.key, carry = span.key_carry,
               wraps = static_cast<std::uint64_t>(span.low0) + static_cast<std::uint64_t>(cols) > 0x100000000ull](
-                 auto& v, const std::int64_t c) {
+                 auto& v, const std::int64_t c) __attribute__((always_inline)) {
         G::lanes(v);
-        for (int u = 0; u < registers_of<decltype(v)>; ++u) {
-          const __m512i low = DropoutMask::Lanes::counters(low0, c + 16 * u);
-          const __m512i k = wraps ? _mm512_mask_blend_epi32(
-                                        _mm512_cmplt_epu32_mask(low, _mm512_set1_epi32(static_cast<int>(low0))), key, carry)
-                                  : key;
-          v[u] = d.apply_computed(v[u], low, k);
+        constexpr int U = registers_of<decltype(v)>;
+        const std::uint32_t low = low0 + static_cast<std::uint32_t>(c);
+        if (!wraps) {
+          d.template apply<true>(v, low, key);
+        } else {
+          using Bits = DropoutMask::Lanes::Bits;
+          Bits lows[U], keys[U];
+          for (int u = 0; u < U; ++u) {
+            lows[u] = Bits{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + (low + 16u * static_cast<std::uint32_t>(u));
+            keys[u] = lows[u] < low0 ? Bits{} + carry : Bits{} + key;
+          }
+          d.template apply<true>(v, lows, keys);
         }
       };
     }

@@ -72,6 +72,41 @@ TEST_CASE("dropout's mask is a pure function of (seed, offset, index)") {
   CHECK(std::abs(same13 - n / 2.0) < 6 * std::sqrt(n / 4.0));
 }
 
+TEST_CASE("dropout's two elements of a pair take independent halves of its hash; p is rounded to a multiple of 2^-16") {
+  // Elements 2k and 2k + 1 (counters from an even offset) share one hash, its low and high
+  // 16 bits: their decisions must still be independent, for every p.
+  const std::int64_t pairs = 200000;
+  for (const double p : {0.1, 0.5, 0.9}) {
+    CAPTURE(p);
+    for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{1}}) {
+      const DropoutMask mask(p, 77, offset);
+      std::int64_t both = 0, first = 0, second = 0;
+      for (std::int64_t k = 0; k < pairs; ++k) {
+        const bool a = mask.keep(2 * k), b = mask.keep(2 * k + 1);
+        first += a;
+        second += b;
+        both += a && b;
+      }
+      const double q = 1 - p, sd = std::sqrt(pairs * q * q * (1 - q * q));
+      CHECK(std::abs(first - q * pairs) <= 6 * std::sqrt(pairs * p * q) + 1);
+      CHECK(std::abs(second - q * pairs) <= 6 * std::sqrt(pairs * p * q) + 1);
+      CHECK(std::abs(both - q * q * pairs) <= 6 * sd + 1);
+    }
+  }
+  // A drop probability within 2^-17 of 0 drops nothing, within 2^-17 of 1 everything.
+  const DropoutMask tiny(0x1p-18, 5, 0), almost(1 - 0x1p-18, 5, 0);
+  for (std::uint64_t i = 0; i < 100000; ++i) {
+    REQUIRE(tiny.keep(i));
+    REQUIRE(!almost.keep(i));
+  }
+  // Between, the keep rate is 1 - p to within 2^-17: p = 2^-14 drops 4 in 65536.
+  const DropoutMask rare(0x1p-14, 5, 0);
+  std::int64_t dropped = 0;
+  const std::int64_t n = std::int64_t{1} << 24;
+  for (std::int64_t i = 0; i < n; ++i) dropped += !rare.keep(static_cast<std::uint64_t>(i));
+  CHECK(std::abs(dropped - n * 0x1p-14) <= 6 * std::sqrt(n * 0x1p-14));
+}
+
 TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the low word wraps; plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
   const std::int64_t rows = 7, cols = 301, n = rows * cols;
   const std::uint64_t offset = (std::uint64_t{5} << 32) - 1000;  // element 1000 has counter 6 * 2^32
