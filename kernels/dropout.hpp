@@ -14,7 +14,8 @@
 /// One hash per pair rather than per element: the hash is most of the mask's work, and on the
 /// host two elements' 16-bit halves are compared in one instruction in their memory order
 /// (see DropoutMask::Lanes). Zen 4 VM, a scratch loop of bf16 dropout in L1, TSC cycles per
-/// sixteen values: 8.1 with a hash per element, 6.1 with one per pair.
+/// sixteen values: 8.1 with a hash per element, 6.1-6.7 with one per pair; docs/kernels.md has
+/// the op's figures.
 ///
 /// Storage fp32, bf16 or fp16; math in fp32. Input and output may be the same View.
 #pragma once
@@ -162,8 +163,7 @@ struct DropoutMask {
     /// value is cleared by an AND after the multiply, or where `computed` (v computed in
     /// registers, not loaded: no load can fold into it) by a masked multiply (bf16 in L1, one
     /// thread: 3.9 -> 3.4 TSC cycles per sixteen). Each register's mask is used as soon as it is
-    /// made: with eight registers' masks made first, the fused chain's mask registers spilled
-    /// (10% more time).
+    /// made, so one mask register is live at a time (there are seven).
     template <bool computed, int U>
     [[gnu::always_inline]] void apply(__m512 (&v)[U], const Bits (&low)[U], const Bits (&key)[U]) const {
       Bits h[U];
@@ -192,11 +192,14 @@ struct DropoutMask {
       }
 #endif
       Bits lows[U], keys[U];
-      for (int u = 0; u < U; ++u) {
-        lows[u] = Bits{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + (low + 16u * static_cast<std::uint32_t>(u));
-        keys[u] = Bits{} + key;
-      }
+      counters(low, lows);
+      for (auto& k : keys) k = Bits{} + key;
       apply<computed>(v, lows, keys);
+    }
+    /// The low words low + 16u, ..., low + 16u + 15 of U registers' lanes.
+    template <int U>
+    [[gnu::always_inline]] static void counters(std::uint32_t low, Bits (&lows)[U]) {
+      for (int u = 0; u < U; ++u) lows[u] = Bits{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + (low + 16u * static_cast<std::uint32_t>(u));
     }
     /// v scaled in the lanes of k, 0 in the others.
     template <bool computed>
@@ -234,8 +237,7 @@ struct DropoutMask {
       return _mm256_and_ps(_mm256_mul_ps(v, scale), _mm256_castsi256_ps(keep));
     }
     /// v[u] scaled in the lanes kept, 0 in the others, for registers whose lanes' counters have
-    /// low words `low[u]`, under `key`, each lane hashing its own pair. Each register's mask is
-    /// used as soon as it is made (as in the AVX-512 Lanes).
+    /// low words `low[u]`, under `key`, each lane hashing its own pair.
     template <int U>
     [[gnu::always_inline]] void apply(__m256 (&v)[U], const Bits (&low)[U], std::uint32_t key) const {
       Bits h[U];
@@ -399,10 +401,8 @@ struct GeluDropout {
         } else {
           using Bits = DropoutMask::Lanes::Bits;
           Bits lows[U], keys[U];
-          for (int u = 0; u < U; ++u) {
-            lows[u] = Bits{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + (low + 16u * static_cast<std::uint32_t>(u));
-            keys[u] = lows[u] < low0 ? Bits{} + carry : Bits{} + key;
-          }
+          DropoutMask::Lanes::counters(low, lows);
+          for (int u = 0; u < U; ++u) keys[u] = lows[u] < low0 ? Bits{} + carry : Bits{} + key;
           d.template apply<true>(v, lows, keys);
         }
       };
