@@ -14,6 +14,7 @@
 #include "convert.hpp"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace rooftop::cpu {
 
@@ -64,8 +65,22 @@ template <class T, class Fold>
     return;
   }
 #endif
-  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
-  for (std::int64_t q = c; q < c + line; q += float_lanes) fold.add(static_cast<int>((q / float_lanes) % 4), load_floats(x + q));
+  // The line's registers go to the accumulators k0, k0 + 1, ... (k0 = (c / float_lanes) % 4, as
+  // fold_row gives them), each case of the switch with constant indices: indexed by a number
+  // known only at run time, the accumulators had been kept in memory (a load and a store per
+  // register). Zen 4 VM, a scratch program alternating both in one process, one thread,
+  // 8192 x 4096 from memory, medians of eleven: layernorm fp16 1.05x, rmsnorm fp16 1.04x, bf16
+  // and fp32 within 2%; 2 threads (bound by the memory, copy ~50 GB/s) within 2%.
+  constexpr int per_line = 64 / static_cast<int>(sizeof(T) * float_lanes);  // 1, 2 or 4
+  auto from = [&](auto k0) __attribute__((always_inline)) {
+    for (int i = 0; i < per_line; ++i) fold.add((decltype(k0)::value + i) % 4, load_floats(x + c + float_lanes * i));
+  };
+  switch ((c / float_lanes) % 4) {
+    case 0: from(std::integral_constant<int, 0>{}); break;
+    case 1: from(std::integral_constant<int, 1>{}); break;
+    case 2: from(std::integral_constant<int, 2>{}); break;
+    default: from(std::integral_constant<int, 3>{}); break;
+  }
 }
 
 /// The folds of detail::fold_row and fold_line (four registers of partials, and a float for the
