@@ -48,23 +48,28 @@ struct DropoutMask {
     scale = p < 1 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
   }
 
-  KOKKOS_FORCEINLINE_FUNCTION static std::uint32_t fmix32(std::uint32_t h) {
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
+  /// The pairs' bits fmix32(m ^ key) ^ key1 (MurmurHash3's 32-bit finalizer) of U pair numbers
+  /// m in place: uint32 values, or on the host GCC vectors of them (DropoutMask::Lanes), each
+  /// step over all of them before the next: one register's hash is a chain of a dozen dependent
+  /// operations (Zen 3 VM, AVX2, a scratch program, one thread in L1, TSC cycles per register of
+  /// eight: 5.3 one register at a time, 4.4 four together).
+  template <class Bits, int U>
+  KOKKOS_FORCEINLINE_FUNCTION static void pair_bits(Bits (&h)[U], std::uint32_t key, std::uint32_t key1) {
+    for (int u = 0; u < U; ++u) h[u] ^= key;
+    for (int u = 0; u < U; ++u) h[u] = (h[u] ^ (h[u] >> 16)) * 0x85ebca6bu;
+    for (int u = 0; u < U; ++u) h[u] = (h[u] ^ (h[u] >> 13)) * 0xc2b2ae35u;
+    for (int u = 0; u < U; ++u) h[u] ^= (h[u] >> 16) ^ key1;
   }
   /// The key of the counters whose high word is `high`.
   KOKKOS_FORCEINLINE_FUNCTION std::uint32_t key_for(std::uint32_t high) const { return key0 ^ (high * 0x9e3779b9u); }
   /// Whether the element whose counter has low word `low` is kept, `key` the key of its high
-  /// word: the half (low & 1) of its pair's bits fmix32((low >> 1) ^ key) ^ key1. One keyed
+  /// word: the half (low & 1) of its pair's bits (pair_bits of low >> 1). One keyed
   /// finalizer round, a bijection of the pair's number for each key, with the high word folded
   /// into the key (2^32 is even: a pair never spans two high words).
   KOKKOS_FORCEINLINE_FUNCTION bool keeps(std::uint32_t low, std::uint32_t key) const {
-    const std::uint32_t bits = fmix32((low >> 1) ^ key) ^ key1;
-    return (((bits >> ((low & 1u) * 16u)) & 0xffffu) >= threshold) & keep_any;
+    std::uint32_t bits[1] = {low >> 1};
+    pair_bits(bits, key, key1);
+    return (((bits[0] >> ((low & 1u) * 16u)) & 0xffffu) >= threshold) & keep_any;
   }
   /// The elements first + j for j < 2^32, with the 64-bit arithmetic of their counters done once:
   /// per element only 32-bit operations remain, which vectorize on CPUs (64-bit lanes cost
@@ -119,20 +124,6 @@ struct DropoutMask {
       for (std::uint32_t j = 0; j < run; ++j) out[j0 + j] = math::select(keeps(low + j, key), in[j0 + j] * scale, 0.0f);
     });
   }
-
-#if defined(ROOFTOP_HAS_MAP_LINES)
-  /// The pairs' bits fmix32(m ^ key) ^ key1 of U registers of pair numbers m (GCC vectors of
-  /// uint32, in place), each step over all of them before the next: one register's hash is a
-  /// chain of a dozen dependent operations (Zen 3 VM, AVX2, a scratch program, one thread in
-  /// L1, TSC cycles per register of eight: 5.3 one register at a time, 4.4 four together).
-  template <class Bits, int U>
-  [[gnu::always_inline]] static void pair_bits(Bits (&h)[U], std::uint32_t key, std::uint32_t key1) {
-    for (int u = 0; u < U; ++u) h[u] ^= key;
-    for (int u = 0; u < U; ++u) h[u] = (h[u] ^ (h[u] >> 16)) * 0x85ebca6bu;
-    for (int u = 0; u < U; ++u) h[u] = (h[u] ^ (h[u] >> 13)) * 0xc2b2ae35u;
-    for (int u = 0; u < U; ++u) h[u] ^= (h[u] >> 16) ^ key1;
-  }
-#endif
 
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
   ROOFTOP_AVX512_WARNINGS_OFF
