@@ -76,8 +76,9 @@ using Tensor = Kokkos::View<T****, Kokkos::LayoutRight, BackendMemory>;
 /// seq_k, with or without the causal mask.
 constexpr std::int64_t batch = 1, heads = 8, head_dim = 64;
 
-/// Query rows verify() checks in full (O(seq * head_dim) each; the whole O(seq^2) reference
-/// would take minutes at the main-memory size), spread evenly over batch, heads and seq.
+/// Query rows verify() checks against float64 (O(seq * head_dim) each; the whole O(seq^2)
+/// reference would take minutes at the main-memory size), spread evenly over batch, heads and
+/// seq. Every row is also checked to be written and within |O| <= max |V| (see verify).
 constexpr std::int64_t verified_rows = 64;
 
 template <class T>
@@ -108,6 +109,15 @@ OpInstance make(const Exec& exec, const Shape& s, bool causal, std::uint64_t see
   op.verify = [=]() -> std::string {
     const auto hq = to_host_flat(q), hk = to_host_flat(k), hv = to_host_flat(v), ho = to_host_flat(o);
     const std::int64_t rows = b * h * seq;
+    // Every entry: written (O starts as NaN) and |O| <= 1, as each output row is a weighted
+    // mean of V's rows (V in [-1, 1]; room for the probabilities' roundings).
+    if (const std::int64_t e = reference::first_outside(ho, 1.01); e >= 0) {
+      const std::int64_t row = e / d, bh = row / seq;
+      std::ostringstream msg;
+      msg << "O(" << bh / h << ", " << bh % h << ", " << row % seq << ", " << e % d << ") is " << ho[e]
+          << ": not written, or beyond |O| <= max |V| = 1";
+      return msg.str();
+    }
     for (std::int64_t r = 0; r < std::min(rows, verified_rows); ++r) {
       const std::int64_t row = rows <= verified_rows ? r : r * (rows - 1) / (verified_rows - 1);
       const std::int64_t bh = row / seq, i = row % seq;

@@ -11,6 +11,7 @@
 #include "../kernels/gemm.hpp"
 
 #include <random>
+#include <sstream>
 
 namespace rooftop::harness {
 
@@ -21,7 +22,8 @@ using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory>;
 
 /// Entries of C checked against float64: all of them up to 2^28 multiply-adds; beyond that
 /// (n = 2048 would take ~10 s on one host core) 8 whole rows, 8 whole columns and 4096 random
-/// entries, which covers every tile of C along those rows and columns.
+/// entries, which covers every tile of C along those rows and columns. (Every entry is also
+/// checked to be written and within |C| <= k, see verify.)
 inline std::vector<std::pair<std::int64_t, std::int64_t>> checked_entries(std::int64_t m, std::int64_t n, std::int64_t k,
                                                                            std::uint64_t seed) {
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
@@ -54,6 +56,14 @@ OpInstance square(const Exec& exec, const Shape& shape, std::uint64_t seed) {
   op.run = [=] { rooftop::gemm(exec, Trans::none, a, Trans::none, b, c); };
   op.verify = [=]() -> std::string {
     const auto ha = to_host_flat(a), hb = to_host_flat(b), hc = to_host_flat(c);
+    // Every entry: written (C starts as NaN) and |C| <= k, as |A|, |B| <= 1 allow (with room
+    // for the accumulation's roundings).
+    if (const std::int64_t e = reference::first_outside(hc, 1.01 * static_cast<double>(k)); e >= 0) {
+      std::ostringstream msg;
+      msg << "C(" << e / n << ", " << e % n << ") is " << hc[e] << ": not written, or beyond |C| <= k = " << k
+          << " that inputs in [-1, 1] allow";
+      return msg.str();
+    }
     for (const auto& entry : checked_entries(m, n, k, seed)) {
       const std::int64_t i = entry.first, j = entry.second;  // (C++17 lambdas cannot capture structured bindings)
       const std::string error = reference::gemm_entry<compute_t<T>, T>([&](std::int64_t kk) { return ha[i * k + kk]; },

@@ -101,4 +101,14 @@ std::string compare(const std::vector<double>& got, const std::vector<double>& w
   return "";
 }
 
+/// The index of the first element of `got` that is not a number of magnitude at most `bound`
+/// (NaN fails), or -1. For the ops whose float64 reference is checked at sampled entries only
+/// (gemm, attention at main-memory sizes): every entry must at least have been written (the
+/// outputs start as NaN) and lie within what its inputs allow.
+inline std::int64_t first_outside(const std::vector<double>& got, double bound) {
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i]) <= bound)) return static_cast<std::int64_t>(i);
+  return -1;
+}
+
 }  // namespace rooftop::reference
