@@ -64,12 +64,15 @@ inline constexpr bool vector_norm_rows =
 
 /// LayerNorm's mean and 1 / sqrt(var + eps) of a row from mean0 (its sum times inv_cols) and the
 /// sums dev and dev2 of the deviations from mean0 and of their squares (their own sum corrects
-/// the rounding of mean0, so a constant row has zero variance up to rounding).
+/// the rounding of mean0, so a constant row has zero variance up to rounding). A rounding below
+/// zero is clamped to 0, but a NaN variance (a NaN or an infinity in the row) stays NaN, so the
+/// whole row comes out NaN on every path: clamped too, it had given rows with an infinity
+/// outside the one-pass shift's first 16 values -Inf and +Inf instead.
 KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, float dev, float dev2, float inv_cols, float eps, float& mean,
                                                  float& rstd) {
   mean = mean0 + dev * inv_cols;
   const float var = (dev2 - dev * dev * inv_cols) * inv_cols;
-  rstd = 1.0f / compat::sqrt((var > 0 ? var : 0.0f) + eps);
+  rstd = 1.0f / compat::sqrt((var < 0 ? 0.0f : var) + eps);
 }
 
 /// layernorm (rms false) or rmsnorm (rms true, bias empty) of rows held in registers

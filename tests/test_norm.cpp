@@ -8,6 +8,7 @@
 #include <rooftop/kernels/norm.hpp>
 
 #include <cmath>
+#include <limits>
 
 using namespace rooftop;
 using test::Exec;
@@ -320,6 +321,53 @@ TEST_CASE("norms work in place; a zero row normalizes to 0") {
   test::Matrix<float> zero("zero", 2, 9);
   rooftop::layernorm(Exec(), zero, zero, 1e-5);
   for (double v : host(zero)) CHECK(v == 0.0);
+}
+
+TEST_CASE_TEMPLATE("a NaN or an infinity in a row: layernorm's row all NaN, rmsnorm's x / sqrt(inf)", T,
+                   ROOFTOP_ML_DTYPES) {
+  // Rows of 8 (shorter than the one-pass shift's 16 values), 40 and 4099 (the vector paths,
+  // the bad value inside or outside the shift's first 16) and 512 (whole lines): row 1 holds
+  // the bad value at `at`, rows 0 and 2 are finite and stay as they are normalized.
+  const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
+  for (const std::size_t threshold : test::store_thresholds)
+    for (const std::int64_t cols : {8, 40, 512, 4099})
+      for (const std::int64_t at : {std::int64_t{0}, cols - 1})
+        for (const float bad : {inf, -inf, nan}) {
+          CAPTURE(threshold);
+          CAPTURE(cols);
+          CAPTURE(at);
+          CAPTURE(bad);
+          test::StreamingThreshold stores(threshold);
+          const auto x = test::random_matrix<T>(3, cols, -3, 3);
+          {
+            auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+            h(1, at) = T(bad);
+            Kokkos::deep_copy(x, h);
+          }
+          const auto hx = host(x);
+          for (const bool rms : {false, true}) {
+            CAPTURE(rms);
+            auto y = test::poisoned_matrix<T>(3, cols);
+            if (rms) {
+              rooftop::rmsnorm(Exec(), x, y, 1e-6);
+            } else {
+              rooftop::layernorm(Exec(), x, y, 1e-5);
+            }
+            const auto hy = host(y);
+            for (std::int64_t c = 0; c < cols; ++c) {
+              const double got = hy[cols + c];
+              if (!rms || std::isnan(bad) || c == at) {
+                REQUIRE(std::isnan(got));
+              } else {
+                REQUIRE(got == 0.0);  // x / sqrt(inf)
+              }
+              REQUIRE(std::isfinite(hy[c]));
+              REQUIRE(std::isfinite(hy[2 * cols + c]));
+            }
+            const std::vector<double> row0(hx.begin(), hx.begin() + cols), out0(hy.begin(), hy.begin() + cols);
+            check_norm<T>(normalize_rows(row0, cols, rms ? 1e-6 : 1e-5, rms), cols, {}, {}, out0);
+          }
+        }
 }
 
 TEST_CASE("preconditions: norms name the op and extents") {
