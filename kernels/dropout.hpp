@@ -132,29 +132,21 @@ struct DropoutMask {
   /// halves of eight hashes in half a register are their sixteen 16-bit numbers in memory
   /// order, compared as words (AVX512-BW): half the hashing of one hash per lane, which the
   /// other counters (and hosts without AVX512-BW) take, each lane hashing its own pair.
-  /// A dropped value is cleared by an AND after the multiply, not by a masked multiply: GCC
-  /// folds a load into a masked multiply as a masked memory operand, and masked loads that miss
-  /// the cache stall on the Zen 5 VM (dropout fp32, 2^25 elements, 2 threads, scratch program:
-  /// 23 GB/s, 43-60 with the AND, scale beside it at 48-66).
   struct Lanes {
     using Bits = std::uint32_t __attribute__((vector_size(64)));
     using HalfBits = std::uint32_t __attribute__((vector_size(32)));
     std::uint32_t key1;
     __m512i threshold_top;    // threshold << 16: a lane's 16 bits moved to its top are >= it iff they are >= threshold
     __m256i threshold_words;  // threshold in every 16-bit word
-    __m512i ones;
     __m512 scale;
     __mmask16 any;
     explicit Lanes(const DropoutMask& m)
         : key1(m.key1), threshold_top(_mm512_set1_epi32(static_cast<int>(m.threshold << 16))),
-          threshold_words(_mm256_set1_epi16(static_cast<short>(m.threshold))), ones(_mm512_set1_epi32(-1)),
-          scale(_mm512_set1_ps(m.scale)), any(m.keep_any ? 0xffff : 0) {}
-    /// v[u] scaled in the lanes kept, 0 in the others, for registers whose lanes' counters have
-    /// low words `low[u]` under the keys `key[u]`, each lane hashing its own pair. A dropped
-    /// value is cleared by an AND after the multiply, or where `computed` (v computed in
-    /// registers, not loaded: no load can fold into it) by a masked multiply (bf16 in L1, one
-    /// thread: 3.9 -> 3.4 TSC cycles per sixteen). Each register's mask is used as soon as it is
-    /// made, so one mask register is live at a time (there are seven).
+          threshold_words(_mm256_set1_epi16(static_cast<short>(m.threshold))), scale(_mm512_set1_ps(m.scale)), any(m.keep_any ? 0xffff : 0) {}
+    /// v[u] scaled in the lanes kept, 0 in the others (scaled), for registers whose lanes'
+    /// counters have low words `low[u]` under the keys `key[u]`, each lane hashing its own pair.
+    /// Each register's mask is used as soon as it is made, so one mask register is live at a
+    /// time (there are seven).
     template <bool computed, int U>
     [[gnu::always_inline]] void apply(__m512 (&v)[U], const Bits (&low)[U], const Bits (&key)[U]) const {
       Bits h[U];
@@ -173,9 +165,9 @@ struct DropoutMask {
     [[gnu::always_inline]] void apply(__m512 (&v)[U], std::uint32_t low, std::uint32_t key) const {
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
       if ((low & 1u) == 0) {
-        const HalfBits pairs = {0, 1, 2, 3, 4, 5, 6, 7};
+        const HalfBits pairs = HalfBits{0, 1, 2, 3, 4, 5, 6, 7} + (low >> 1);  // (one broadcast, not one per register)
         HalfBits h[U];
-        for (int u = 0; u < U; ++u) h[u] = pairs + ((low >> 1) + 8u * static_cast<std::uint32_t>(u));
+        for (int u = 0; u < U; ++u) h[u] = pairs + 8u * static_cast<std::uint32_t>(u);
         pair_bits(h, key, key1);
         for (int u = 0; u < U; ++u)
           v[u] = scaled<computed>(v[u], _mm256_mask_cmpge_epu16_mask(any, reinterpret_cast<__m256i>(h[u]), threshold_words));
@@ -192,13 +184,23 @@ struct DropoutMask {
     [[gnu::always_inline]] static void counters(std::uint32_t low, Bits (&lows)[U]) {
       for (int u = 0; u < U; ++u) lows[u] = Bits{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + (low + 16u * static_cast<std::uint32_t>(u));
     }
-    /// v scaled in the lanes of k, 0 in the others.
+    /// v scaled in the lanes of k, 0 in the others: where `computed` (v computed in registers,
+    /// not loaded) a masked multiply (bf16 in L1, one thread: 3.9 -> 3.4 TSC cycles per sixteen
+    /// against the AND below), else the multiply and then a masked move. Not a masked multiply
+    /// of a load: GCC would fold the load into it as a masked memory operand, and masked loads
+    /// that miss the cache stalled on the Zen 5 VM (dropout fp32, 2^25 elements, 2 threads: 23
+    /// GB/s, 43-60 with the multiply unmasked, scale beside it at 48-66). GCC 12 joins the move
+    /// to the multiply as a masked one whose memory operand is `scale`, which stays in L1. A
+    /// dropped value was cleared by an AND with the mask's lanes before (a third instruction):
+    /// fp32 in L1, one thread, 4.45 -> 3.65 TSC cycles per sixteen.
     template <bool computed>
     [[gnu::always_inline]] __m512 scaled(__m512 v, __mmask16 k) const {
       if constexpr (computed) {
         return _mm512_maskz_mul_ps(k, v, scale);
       } else {
-        return _mm512_and_ps(_mm512_mul_ps(v, scale), _mm512_castsi512_ps(_mm512_maskz_mov_epi32(k, ones)));
+        __m512 product = _mm512_mul_ps(v, scale);
+        asm("" : "+v"(product));  // (kept apart from the move: see above)
+        return _mm512_maskz_mov_ps(k, product);
       }
     }
   };
@@ -288,7 +290,7 @@ namespace detail {
 ROOFTOP_AVX512_WARNINGS_OFF
 /// out[j] = in[j] scaled if element first + j is kept, else 0, for j in [0, n) on an AVX-512 or
 /// AVX2 host (T: fp32, bf16 or fp16), each whole cache line of out computed in registers
-/// (DropoutMask::Lanes) and streamed where `streamed` (map_lines; the caller fences). Against convert_map's
+/// (DropoutMask::Lanes) and streamed where `streamed` (map_line_registers; the caller fences). Against convert_map's
 /// blocks (DropoutMask::apply_block), outputs bit for bit the same, 2 threads, Zen 5 VM,
 /// scratch program, two alternations, median GB/s: fp32 2^25 elements 33-34 -> 41.5-43, bf16
 /// 2^26 30-31 -> 33, fp16 32-34 -> 37-38, scale fp32 47-49.
@@ -301,15 +303,10 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
       return math::select(mask.keeps(low + static_cast<std::uint32_t>(j), key), float(x[j]) * mask.scale, 0.0f);
     };
 #if defined(ROOFTOP_HAS_AVX2_LANES)
-    // AVX2: four registers at a time, their hashes in lockstep (Lanes::apply of an array).
-    // Against a register (bf16: a pair) at a time, Zen 3 VM, the harness, one thread, 16384
-    // values in L2, builds alternated three times, best us: dropout fp32 4.68 -> 4.46, bf16
-    // 6.79 -> 6.32, fp16 5.85 -> 5.19; chain_fused 4x4096 fp32 11.33 -> 10.90, bf16 15.24 ->
-    // 14.11, fp16 12.87 -> 11.71. From memory (2 threads) within this VM's noise.
     if constexpr (std::is_same_v<In, bf16> && std::is_same_v<T, bf16>) {
-      // bf16 in pairs of registers (cpu::load_pair_line). Zen 3 VM, one process alternating
-      // with the in-order lanes, best: one thread 64x4096 0.425 -> 0.381 ns per element; 2
-      // threads 2^26 elements, two runs, 15.1 -> 17.5 and 17.6 -> 19.5 GB/s.
+      // bf16 on AVX2 in pairs of registers (cpu::load_pair_line). Zen 3 VM, one process
+      // alternating with the in-order lanes, best: one thread 64x4096 0.425 -> 0.381 ns per
+      // element; 2 threads 2^26 elements, two runs, 15.1 -> 17.5 and 17.6 -> 19.5 GB/s.
       map_whole_lines<streamed>(
           out + j0, count,
           [&](const std::int64_t j) __attribute__((always_inline)) {
@@ -319,26 +316,28 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
             return merge_pair_line(v);
           },
           one);
-    } else {
-      map_line_registers<streamed, step_registers<T>>(
-          out + j0, count,
-          [&](const std::int64_t j, auto& v) __attribute__((always_inline)) {
-            for (int u = 0; u < registers_of<decltype(v)>; ++u) v[u] = cpu::load_floats(x + j + cpu::float_lanes * u);
-            lanes.apply(v, low + static_cast<std::uint32_t>(j), key);
-          },
-          one);
+      return;
     }
-#else
-    map_lines<streamed>(
+#endif
+    // Several registers at a time, their hashes in lockstep (Lanes::apply of an array). AVX2,
+    // against a register (bf16: a pair) at a time, Zen 3 VM, the harness, one thread, 16384
+    // values in L2, builds alternated three times, best us: dropout fp32 4.68 -> 4.46, bf16
+    // 6.79 -> 6.32, fp16 5.85 -> 5.19; chain_fused 4x4096 fp32 11.33 -> 10.90, bf16 15.24 ->
+    // 14.11, fp16 12.87 -> 11.71. AVX-512, against a register at a time (a cache line of fp32),
+    // Zen 4 VM, one thread, in L2, one process alternating, median of fifteen: fp32 1.20x, bf16
+    // 1.35x, fp16 1.38x (with the masked move after the multiply, Lanes::scaled).
+    map_line_registers<streamed, step_registers<T>>(
         out + j0, count,
-        [&](const std::int64_t j) __attribute__((always_inline)) {
+        [&](const std::int64_t j, auto& v) __attribute__((always_inline)) {
+          for (int u = 0; u < registers_of<decltype(v)>; ++u) v[u] = cpu::load_floats(x + j + cpu::float_lanes * u);
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+          lanes.apply(v, low + static_cast<std::uint32_t>(j), key);
+#else
           // 2-byte values are widened in registers before the multiply (Lanes::apply's `computed`).
-          cpu::Floats v[1] = {cpu::load_floats(x + j)};
-          lanes.apply<sizeof(In) == 2>(v, low + static_cast<std::uint32_t>(j), key);
-          return v[0];
+          lanes.template apply<sizeof(In) == 2>(v, low + static_cast<std::uint32_t>(j), key);
+#endif
         },
         one);
-#endif
   });
 }
 ROOFTOP_AVX512_WARNINGS_ON
