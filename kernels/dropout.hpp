@@ -324,8 +324,9 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
     // values in L2, builds alternated three times, best us: dropout fp32 4.68 -> 4.46, bf16
     // 6.79 -> 6.32, fp16 5.85 -> 5.19; chain_fused 4x4096 fp32 11.33 -> 10.90, bf16 15.24 ->
     // 14.11, fp16 12.87 -> 11.71. AVX-512, against a register at a time (a cache line of fp32),
-    // Zen 4 VM, one thread, in L2, one process alternating, median of fifteen: fp32 1.20x, bf16
-    // 1.35x, fp16 1.38x (with the masked move after the multiply, Lanes::scaled).
+    // Zen 4 VM, one thread, 8 x 4096 in L2, one process alternating, medians of 21: fp32 1.34x,
+    // bf16 1.17x, fp16 1.25x (with the masked move after the multiply, Lanes::scaled, and the
+    // pairs' counters from one broadcast).
     map_line_registers<streamed, step_registers<T>>(
         out + j0, count,
         [&](const std::int64_t j, auto& v) __attribute__((always_inline)) {
