@@ -211,6 +211,18 @@ inline constexpr bool has_block_lanes = false;
 template <class G>
 inline constexpr bool has_block_lanes<G, std::void_t<decltype(G::block_lanes)>> = G::block_lanes;
 
+/// From how many elements (rows x cols) host rows of T (bf16 or fp16) computed in lanes take a
+/// float copy of their bias (map_rows_with_bias): the copy costs about 2 us a call (allocation,
+/// widening, the threads' wait for it); below these sizes each register of a row widening its
+/// part of the bias costs less (fp16's widening is a vcvtph2ps, bf16's a shift). 2 threads, Zen
+/// 4 VM, rows of 4096, one process alternating with the copy at every size (medians of 21
+/// timings of 50 calls), speedup without it: 2 rows bias_gelu 2.18-2.25x, bias_gelu_dropout
+/// 1.93-2.03x; 8 rows 1.38-1.44x, 1.22-1.33x; 32 rows (2^17) bf16 1.11x, 1.07x, fp16 1.04x,
+/// 1.01x; 127 rows bf16 1.06x, 0.99x, fp16 0.96x, 0.91x. Built for AVX2 (-march=znver3), where of
+/// these only fp16 bias_gelu takes the copy: 2 rows 2.10x, 8 rows 1.29x, 31 rows 1.11x.
+template <class T>
+inline constexpr std::int64_t widened_bias_from = std::int64_t{1} << (std::is_same_v<T, fp16> ? 17 : 19);
+
 /// y(r, c) = f.row(r)(x(r, c) + bias(c), c) in fp32 for (rows, cols) x, y and (cols) bias
 /// (f.row(r) holds what is fixed along row r); `light` (bias_add) and rows written by block
 /// lanes: streamed as light_op_stores says, else plain stores (see elementwise_stores).
@@ -239,15 +251,17 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
 #else
       false;
 #endif
-  // A 2-byte bias of rows computed in lanes is widened once per call (widened_copy), so that
-  // each register of a row takes one fp32 load of it, not a load and its widening: these rows
-  // are bound by their arithmetic on AVX-512 hosts. `rooftop --ops bias_gelu --dtypes bf16,fp16`,
-  // 2 threads, Zen 4 VM, three alternations with the previous build, GB/s: in cache bf16 rows
-  // of 768 / 4096 29.1-29.4 / 29.4-29.6 -> 30.4-30.5 / 30.8-30.9, fp16 27.5 / 27.6-27.7 -> 29.5-29.6
-  // / 29.7-29.8, rows of 32768 1-3% more; from memory (`--quick`) bf16 rows of 4096 and 32768
-  // 27.9-29.0 -> 30.4-31.0, fp16 26.4-27.1 -> 28.0-29.2 (paired 0.55-0.63 -> 0.60-0.67).
+  // A 2-byte bias of rows computed in lanes is widened once per call (widened_copy) where the
+  // rows hold widened_bias_from<T> elements or more, so that each register of a row takes one fp32
+  // load of it, not a load and its widening: these rows are bound by their arithmetic on
+  // AVX-512 hosts. `rooftop --ops bias_gelu --dtypes bf16,fp16`, 2 threads, Zen 4 VM, three
+  // alternations with the previous build, GB/s: in cache bf16 rows of 768 / 4096 29.1-29.4 /
+  // 29.4-29.6 -> 30.4-30.5 / 30.8-30.9, fp16 27.5 / 27.6-27.7 -> 29.5-29.6 / 29.7-29.8, rows of
+  // 32768 1-3% more; from memory (`--quick`) bf16 rows of 4096 and 32768 27.9-29.0 -> 30.4-31.0,
+  // fp16 26.4-27.1 -> 28.0-29.2 (paired 0.55-0.63 -> 0.60-0.67).
   if constexpr (!light && lanes_of_rows && sizeof(T) == 2 && !std::is_same_v<typename B::non_const_value_type, float>) {
-    if (x.extent(0) > 1) return map_rows_with_bias<light>(label, op, exec, x, widened_copy(bias), y, f);
+    if (x.extent(0) > 1 && static_cast<std::int64_t>(x.extent(0) * x.extent(1)) >= widened_bias_from<T>)
+      return map_rows_with_bias<light>(label, op, exec, x, widened_copy(bias), y, f);
   }
   constexpr bool pairs_of_rows =
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)

@@ -226,6 +226,22 @@ TEST_CASE_TEMPLATE("bias_add and bias_gelu match float64 over every row length (
   rooftop::bias_gelu(Exec(), no_cols, test::random_vector<T>(0), no_cols);
 }
 
+TEST_CASE_TEMPLATE("bias_gelu on either side of the host's float copy of a 2-byte bias (detail::widened_bias_from)", T,
+                   ROOFTOP_ML_DTYPES) {
+  const std::int64_t cols = 4096 + 77, from = detail::widened_bias_from<T>;
+  for (const std::int64_t rows : {(from - 1) / cols, from / cols + 1}) {
+    CAPTURE(rows);
+    auto x = test::random_matrix<T>(rows, cols, -6, 6);
+    auto bias = test::random_vector<T>(cols, -1, 1);
+    const auto hx = host(x), hb = host(bias);
+    std::vector<double> v(hx.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = hx[i] + hb[i % cols];
+    auto y = test::poisoned_matrix<T>(rows, cols);
+    rooftop::bias_gelu(Exec(), x, bias, y);
+    check_unary<T>(v, host(y), reference::gelu_tanh, 17);
+  }
+}
+
 TEST_CASE_TEMPLATE("activations work in place", T, ROOFTOP_ML_DTYPES) {
   auto x = test::random_vector<T>(1000, -3, 3);
   const auto hx = host(x);

@@ -185,6 +185,27 @@ TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in seque
       }
 }
 
+TEST_CASE_TEMPLATE("bias_gelu_dropout on either side of the host's float copy of a 2-byte bias (detail::widened_bias_from)", T,
+                   ROOFTOP_ML_DTYPES) {
+  const std::int64_t cols = 4096 + 77, from = detail::widened_bias_from<T>;
+  for (const std::int64_t rows : {(from - 1) / cols, from / cols + 1}) {
+    CAPTURE(rows);
+    auto x = test::random_matrix<T>(rows, cols, -4, 4);
+    auto bias = test::random_vector<T>(cols, -1, 1);
+    const std::uint64_t seed = test::next_seed();
+    auto fused = test::poisoned_matrix<T>(rows, cols);
+    rooftop::bias_gelu_dropout(Exec(), x, bias, fused, 0.2, seed);
+    const auto hx = host(x), hb = host(bias), hf = host(fused);
+    const DropoutMask mask(0.2, seed, 0);
+    std::vector<double> want(hx.size());
+    for (std::size_t i = 0; i < hx.size(); ++i) want[i] = mask.keep(i) ? reference::gelu_tanh(hx[i] + hb[i % cols]) / 0.8 : 0.0;
+    const std::string error = reference::compare(hf, want, [&](std::size_t i) {
+      return reference::tolerance<T>(want[i], (std::abs(hx[i] + hb[i % cols]) + std::abs(want[i])) / 0.8, 18);
+    });
+    CHECK_MESSAGE(error.empty(), error);
+  }
+}
+
 TEST_CASE("preconditions: dropout names the op, extents and p") {
   auto a = test::random_vector<float>(13), b = test::poisoned_vector<float>(12);
   CHECK_THROWS_WITH_AS(rooftop::dropout(Exec(), a, b, 0.1, 1), "dropout: x is 13 but y is 12", rooftop::Error);
