@@ -163,6 +163,64 @@ TEST_CASE_TEMPLATE("a NaN or +Inf anywhere in a row makes that row NaN, masked e
   check_nan_and_inf_rows<T>([](const auto& x, const auto& y) { rooftop::softmax(Exec(), x, y); });
 }
 
+#if defined(ROOFTOP_HAS_VECTOR_SOFTMAX)
+TEST_CASE_TEMPLATE("softmax of rows cut into pieces across threads (host, fewer rows than threads): the same values", T,
+                   ROOFTOP_ML_DTYPES) {
+  const float inf = std::numeric_limits<float>::infinity(), big = std::numeric_limits<float>::max();
+  for (const std::int64_t parts : {2, 3, 5}) {
+    const std::int64_t cols = 3007;  // 3 parts: pieces of 1008, 1008 and 991
+    CAPTURE(parts);
+    // Rows whose pieces differ: random; one piece masked; +-1e4 apart; beyond |m log2 e| = 2^24
+    // (ExpMinusMax's other form) beside a masked piece; +-FLT_MAX; a constant 1e10; a masked
+    // piece beside logits near -1e4 (the masked piece's scale must not be the row's).
+    const std::int64_t rows = 7;
+    std::vector<float> v(rows * cols);
+    const auto r0 = host(test::random_vector<float>(cols, -10, 10));
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const std::int64_t third = c * 3 / cols;
+      v[c] = static_cast<float>(r0[c]);
+      v[cols + c] = third == 1 ? -inf : static_cast<float>(r0[c]);
+      v[2 * cols + c] = third == 1 ? -1e4f : 1e4f - static_cast<float>(c % 5);
+      v[3 * cols + c] = third == 0 ? 5e7f - 4.0f * static_cast<float>(c % 4) : third == 1 ? 5e7f - 1000.0f : -big;
+      v[4 * cols + c] = c % 3 ? -big : big;
+      v[5 * cols + c] = 1e10f;
+      v[6 * cols + c] = third == 0 ? -inf : -1e4f - static_cast<float>(c % 7);
+    }
+    auto x = matrix_of<T>(rows, cols, v);
+    auto y = test::poisoned_matrix<T>(rows, cols);
+    detail::softmax_split_rows(Exec(), x, y, parts);
+    const auto hy = host(y);
+    check_softmax<T>(host(x), cols, hy);
+    for (std::int64_t c = 0; c < cols; ++c)
+      if (c * 3 / cols == 1) CHECK(hy[cols + c] == 0.0);  // masked: exactly 0
+    // In place, and the special rows: all masked gives 0; a NaN or +Inf in one piece, NaN.
+    std::vector<float> s(3 * cols);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      s[c] = -inf;
+      s[cols + c] = c == cols - 2 ? std::nanf("") : c % 2 ? -inf : 1.0f;
+      s[2 * cols + c] = c == 1 ? inf : 2.0f;
+    }
+    auto z = matrix_of<T>(3, cols, s);
+    detail::softmax_split_rows(Exec(), z, z, parts);
+    const auto hz = host(z);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      CHECK(hz[c] == 0.0);
+      CHECK(std::isnan(hz[cols + c]));
+      CHECK(std::isnan(hz[2 * cols + c]));
+    }
+  }
+  // Through softmax itself: one row of split_softmax_from entries and more (split where the host
+  // runs more than one thread).
+  for (const std::int64_t cols : {detail::split_softmax_from, 2 * detail::split_softmax_from + 5}) {
+    CAPTURE(cols);
+    auto x = test::random_matrix<T>(1, cols, -10, 10);
+    auto y = test::poisoned_matrix<T>(1, cols);
+    rooftop::softmax(Exec(), x, y);
+    check_softmax<T>(host(x), cols, host(y));
+  }
+}
+#endif
+
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
 TEST_CASE_TEMPLATE("softmax row runs (host): each row streamed out beside the next row's exponentials, the same values",
                    T, ROOFTOP_ML_DTYPES) {
