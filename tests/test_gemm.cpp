@@ -180,6 +180,37 @@ TEST_CASE_TEMPLATE("gemm strided batched", T, ROOFTOP_DTYPES) {
              [&] { gemm(Exec(), Trans::transpose, shared_a, Trans::none, b, c); });
 }
 
+TEST_CASE_TEMPLATE("gemm of a few rows times B^T stored row-major (nn.Linear; the host's skinny path)", T, ROOFTOP_DTYPES) {
+  // m = 1 to 9 (9: the tiled driver), n not a multiple of a work item's columns, k not one of
+  // the lanes; C poisoned with beta = 0, random with beta != 0; a batch with a shared A.
+  const std::int64_t n = 37, k = 1003;
+  for (std::int64_t m = 1; m <= detail::skinny_gemm_rows + 1; ++m) {
+    CAPTURE(m);
+    auto a = random_mat<T, Kokkos::LayoutRight>(m, k);
+    auto w = random_mat<T, Kokkos::LayoutRight>(n, k);
+    Mat<T, Kokkos::LayoutRight> c("c", m, n);
+    fill_nan(Exec(), test::flat(c));
+    check_gemm(Trans::none, a, Trans::transpose, w, c, 1.0, 0.0, [&] { gemm(Exec(), Trans::none, a, Trans::transpose, w, c); });
+    auto c2 = random_mat<T, Kokkos::LayoutLeft>(m, n);
+    check_gemm(Trans::none, a, Trans::transpose, w, c2, -0.5, 2.0,
+               [&] { gemm(Exec(), Trans::none, a, Trans::transpose, w, c2, -0.5, 2.0); });
+    // op(A) strided (A^T of a row-major k x m): widened element by element.
+    auto at = random_mat<T, Kokkos::LayoutRight>(k, m);
+    fill_nan(Exec(), test::flat(c));
+    check_gemm(Trans::transpose, at, Trans::transpose, w, c, 1.0, 0.0, [&] { gemm(Exec(), Trans::transpose, at, Trans::transpose, w, c); });
+  }
+  const std::int64_t batch = 3, m = 3;
+  Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory> a("a", batch, m, k), w("w", batch, n, k), c("c", batch, m, n);
+  fill_uniform(Exec(), test::flat(a), test::next_seed(), -1, 1);
+  fill_uniform(Exec(), test::flat(w), test::next_seed(), -1, 1);
+  fill_nan(Exec(), test::flat(c));
+  check_gemm(Trans::none, a, Trans::transpose, w, c, 1.0, 0.0, [&] { gemm(Exec(), Trans::none, a, Trans::transpose, w, c); });
+  Kokkos::View<T***, Kokkos::LayoutStride, BackendMemory> shared_a(a.data(), Kokkos::LayoutStride(batch, 0, m, k, k, 1));
+  fill_nan(Exec(), test::flat(c));
+  check_gemm(Trans::none, shared_a, Trans::transpose, w, c, 1.0, 0.0,
+             [&] { gemm(Exec(), Trans::none, shared_a, Trans::transpose, w, c); });
+}
+
 /// Tiles for the matrix-unit driver: one warp with one 16 x 16 tile and K slices of one tile;
 /// two warps down, and two across, each with 2 x 2 tiles (so a warp's tiles and the warps
 /// interleave differently from contiguously, along both dimensions). On the host a warp is
