@@ -11,7 +11,8 @@
 /// outputs are written with streaming stores; on AVX-512 and AVX2 hosts the passes are vector
 /// code (softmax_row_vector, backends/cpu/softmax_row.hpp), and large outputs of whole-line
 /// rows go a run of rows at a time, each row's output streamed beside the next row's
-/// exponentials (softmax_row_runs). On GPUs rows are held in registers
+/// exponentials (softmax_row_runs); fewer rows than threads, if long, are cut into pieces
+/// the threads share (softmax_split_rows). On GPUs rows are held in registers
 /// (SoftmaxRegisterRows, core/register_rows.hpp): rows of up to 16384 entries are read once and
 /// written once.
 /// -Inf entries (masked) get 0. A row whose entries are all -Inf gets all 0 (there is nothing
