@@ -769,13 +769,10 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
   if (p.b.stride_i() != 1 || p.k == 0) return false;
   const std::int64_t m = p.m, n = p.n, k = p.k, batch = p.batch;
   const int mm = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
-  // op(A)'s rows a line more than k apart, so that a k of whole KBs does not put them all in
-  // one set of L1 (no faster on the Zen 4 VM, M = 8: 13.0 GB/s either way; cheap insurance).
-  const std::int64_t lda = (k + lanes - 1) / lanes * lanes + lanes;
-  Kokkos::View<Acc*, Kokkos::HostSpace> a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::gemm_skinny_a"), batch * mm * lda);
+  Kokkos::View<Acc*, Kokkos::HostSpace> a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::gemm_skinny_a"), batch * mm * k);
   Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * mm), [=](const std::int64_t row) {
     const std::int64_t bt = row / mm, i = row % mm;
-    Acc* const out = a.data() + row * lda;
+    Acc* const out = a.data() + row * k;
     if (i >= m) {
       for (std::int64_t kk = 0; kk < k; ++kk) out[kk] = Acc(0);
     } else if (p.a.stride_k() == 1) {
@@ -790,7 +787,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
     Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * items), [=](const std::int64_t item) {
       const std::int64_t bt = item / items, j0 = item % items * columns;
       const int nv = static_cast<int>(std::min<std::int64_t>(columns, n - j0));
-      const Acc* const ab = a.data() + bt * MM * lda;
+      const Acc* const ab = a.data() + bt * MM * k;
       const TB* col[columns];
       for (int c = 0; c < columns; ++c) col[c] = p.b.address(bt, 0, j0 + (c < nv ? c : 0));  // (a short item repeats its first)
       Acc part[MM][columns][lanes] = {};
@@ -802,7 +799,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
         ROOFTOP_UNROLL
         for (int i = 0; i < MM; ++i) {
           Acc av[lanes];
-          for (int l = 0; l < lanes; ++l) av[l] = ab[i * lda + kk + l];
+          for (int l = 0; l < lanes; ++l) av[l] = ab[i * k + kk + l];
           ROOFTOP_UNROLL
           for (int c = 0; c < columns; ++c) {
             ROOFTOP_SIMD
@@ -813,7 +810,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
       for (; kk < k; ++kk)
         for (int c = 0; c < columns; ++c) {
           const Acc bk = static_cast<Acc>(col[c][kk]);
-          for (int i = 0; i < MM; ++i) part[i][c][kk % lanes] = compat::fma(ab[i * lda + kk], bk, part[i][c][kk % lanes]);
+          for (int i = 0; i < MM; ++i) part[i][c][kk % lanes] = compat::fma(ab[i * k + kk], bk, part[i][c][kk % lanes]);
         }
       for (int i = 0; i < MM && i < m; ++i)
         for (int c = 0; c < nv; ++c) {

@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -57,6 +58,18 @@ struct StreamingThreshold {
 /// cache lines (the harness's shortest, which AVX2 hosts now stream in most dtypes), not a multiple
 /// of any lane count, and a long row.
 inline const std::vector<std::int64_t> row_lengths = {1, 13, 768, 4096 + 77, 32768};
+
+/// (rows, cols) for row-wise ops: every row length (rows of more than 1000 entries 3 at a
+/// time, shorter ones `short_rows`), then rows of 4173 on either side of `elements` in all
+/// (a threshold of the host's, such as the bias ops' detail::widened_bias_from).
+inline std::vector<std::array<std::int64_t, 2>> row_shapes(std::int64_t short_rows, std::int64_t elements) {
+  std::vector<std::array<std::int64_t, 2>> shapes;
+  for (const std::int64_t cols : row_lengths) shapes.push_back({cols > 1000 ? 3 : short_rows, cols});
+  const std::int64_t wide = 4096 + 77;
+  shapes.push_back({(elements - 1) / wide, wide});
+  shapes.push_back({elements / wide + 1, wide});
+  return shapes;
+}
 
 template <class T>
 Vector<T> random_vector(std::int64_t n, double lo = -1, double hi = 1) {

@@ -7,7 +7,6 @@
 
 #include <rooftop/kernels/activation.hpp>
 
-#include <array>
 #include <cmath>
 #include <iomanip>
 #include <tuple>
@@ -199,13 +198,8 @@ TEST_CASE("exp and exp2 keep a NaN a NaN, whatever its payload") {
 
 TEST_CASE_TEMPLATE("bias_add and bias_gelu match float64 over every row length (plain and streaming stores)", T,
                    ROOFTOP_ML_DTYPES) {
-  // Every row length, and rows of 4173 on either side of the host's float copy of a 2-byte
-  // bias (detail::widened_bias_from).
-  std::vector<std::array<std::int64_t, 2>> shapes;
-  for (const std::int64_t cols : test::row_lengths) shapes.push_back({cols > 1000 ? 3 : 37, cols});
-  const std::int64_t wide = 4096 + 77, from = detail::widened_bias_from<T>;
-  shapes.push_back({(from - 1) / wide, wide});
-  shapes.push_back({from / wide + 1, wide});
+  // Every row length, and rows on either side of the host's float copy of a 2-byte bias.
+  const auto shapes = test::row_shapes(37, detail::widened_bias_from<T>);
   for (const std::size_t threshold : test::store_thresholds)
   for (const auto& shape : shapes) {
     const std::int64_t rows = shape[0], cols = shape[1];

@@ -7,7 +7,6 @@
 
 #include <rooftop/kernels/dropout.hpp>
 
-#include <array>
 #include <cmath>
 
 using namespace rooftop;
@@ -153,13 +152,8 @@ TEST_CASE_TEMPLATE("dropout and bias_gelu_dropout work in place (plain and strea
 
 TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in sequence (both GELU forms; plain and streaming stores)", T,
                    ROOFTOP_ML_DTYPES) {
-  // Every row length, and rows of 4173 on either side of the host's float copy of a 2-byte
-  // bias (detail::widened_bias_from).
-  std::vector<std::array<std::int64_t, 2>> shapes;
-  for (const std::int64_t cols : test::row_lengths) shapes.push_back({cols > 1000 ? 3 : 19, cols});
-  const std::int64_t wide = 4096 + 77, from = detail::widened_bias_from<T>;
-  shapes.push_back({(from - 1) / wide, wide});
-  shapes.push_back({from / wide + 1, wide});
+  // Every row length, and rows on either side of the host's float copy of a 2-byte bias.
+  const auto shapes = test::row_shapes(19, detail::widened_bias_from<T>);
   for (const std::size_t threshold : test::store_thresholds)
     for (const Gelu form : {Gelu::tanh, Gelu::erf})
       for (const auto& shape : shapes) {
