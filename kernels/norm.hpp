@@ -25,6 +25,7 @@
 #include "../core/types.hpp"
 #include "../backends/cpu/row_sums.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -128,25 +129,34 @@ struct NormRegisterRows {
 
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
 
-/// A norm's output row on an AVX-512 or AVX2 host from the row's contiguous values at `in`:
-/// out[c] = (in[c] - shift) * scale * w(c) + b(c) (w, b: weight and bias, each left out where
-/// empty), streamed a line at a time straight from the vector code where `streamed` (out
-/// line-aligned, cols whole lines: RowTeam::vector_stream_row; cpu::stream_vectors, prefetching
-/// `ahead` and running `beside` line by line), else stored plainly (map_lines; no beside).
-/// Through RowTeam::write's L1 buffer, streamed rows ran 15-20% slower (see
-/// cpu::stream_vectors).
-template <class XT, class T, class W, class B, class Beside = cpu::NothingBeside>
-[[gnu::always_inline]] inline void norm_row_out(const XT* in, T* out, bool streamed, std::int64_t cols, float shift, float scale,
-                                                const W& weight, const B& bias, const cpu::Prefetch& ahead,
-                                                const Beside& beside = {}) {
+/// A norm's shift and scale for its output ((v - shift) * scale, then weight and bias).
+struct NormScale {
+  float shift, scale;
+};
+
+/// A norm's output rows on an AVX-512 or AVX2 host from the rows' contiguous values at in[g]:
+/// out[g][c] = (in[g][c] - s[g].shift) * s[g].scale * w(c) + b(c) (w, b: weight and bias,
+/// each left out where empty), streamed a line at a time straight from the vector code where
+/// `streamed` (out line-aligned, cols whole lines: RowTeam::vector_stream_row;
+/// cpu::stream_rows_bits, prefetching `ahead` and running `beside` line by line), else stored
+/// plainly (map_lines; G = 1, no beside). G = 2 rows (streamed only) share each line of weight
+/// and bias: see norm_row_runs. Through RowTeam::write's L1 buffer, streamed rows ran 15-20%
+/// slower (see cpu::stream_vectors).
+template <int G, class XT, class T, class W, class B, class Beside = cpu::NothingBeside>
+[[gnu::always_inline]] inline void norm_rows_out(const XT* const* in, T* const* out, bool streamed, std::int64_t cols,
+                                                 const NormScale* s, const W& weight, const B& bias,
+                                                 const cpu::Prefetch& ahead, const Beside& beside = {}) {
   const auto* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
   const auto* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
-  const cpu::Floats minus = cpu::splat(shift), times = cpu::splat(scale);
+  cpu::RowFloats<G> minus, times;
+  for (int g = 0; g < G; ++g) minus[g] = cpu::splat(s[g].shift), times[g] = cpu::splat(s[g].scale);
+  // With both weight and bias, one fma: the compiler would contract the multiply and the add
+  // in some loops and not in others, and rows written alone and in pairs must agree bit for bit.
   auto one = [&](const std::int64_t c) {
-    float v = (float(in[c]) - shift) * scale;
-    if (w) v *= float(w[c]);
-    if (b) v += float(b[c]);
-    return v;
+    const float v = (float(in[0][c]) - s[0].shift) * s[0].scale;
+    if (w && b) return compat::fma(v, float(w[c]), float(b[c]));
+    if (w) return v * float(w[c]);
+    return b ? v + float(b[c]) : v;
   };
   // Rows stored plainly prefetch `ahead` as they go where they are 4 KB or more, as
   // RowTeam::write's narrowed rows do: a line per register that starts one.
@@ -166,48 +176,52 @@ template <class XT, class T, class W, class B, class Beside = cpu::NothingBeside
     // rmsnorm 13.2-13.7 -> 21.9-22.2, 11.2 -> 19.8, 15.7 -> 27.2.
     if ((w_pairs || !w) && (b_pairs || !b)) {
       auto bits = [&](const std::int64_t c) {
-        const cpu::Bf16Pairs v = cpu::load_pairs(in + c);
-        cpu::Floats even = (v.even - minus) * times, odd = (v.odd - minus) * times;
+        cpu::Bf16Pairs pw{}, pb{};
         if constexpr (w_pairs) {
-          if (w) {
-            const cpu::Bf16Pairs p = cpu::load_pairs(w + c);
-            even = even * p.even, odd = odd * p.odd;
-          }
+          if (w) pw = cpu::load_pairs(w + c);
         }
         if constexpr (b_pairs) {
-          if (b) {
-            const cpu::Bf16Pairs p = cpu::load_pairs(b + c);
-            even = even + p.even, odd = odd + p.odd;
-          }
+          if (b) pb = cpu::load_pairs(b + c);
         }
-        return cpu::merge_pairs(even, odd);
+        cpu::RowBits<G> r;
+        for (int g = 0; g < G; ++g) {
+          const cpu::Bf16Pairs v = cpu::load_pairs(in[g] + c);
+          cpu::Floats even = (v.even - minus[g]) * times[g], odd = (v.odd - minus[g]) * times[g];
+          if (w_pairs && b_pairs && w && b) even = cpu::fmadd(even, pw.even, pb.even), odd = cpu::fmadd(odd, pw.odd, pb.odd);
+          else if (w_pairs && w) even = even * pw.even, odd = odd * pw.odd;
+          else if (b_pairs && b) even = even + pb.even, odd = odd + pb.odd;
+          r[g] = cpu::merge_pairs(even, odd);
+        }
+        return r;
       };
       if (streamed) {
-        cpu::stream_bits(out, cols, ahead, bits, beside);
+        cpu::stream_rows_bits<G>(out, cols, ahead, bits, beside);
         return;
       }
-      map_whole_lines<false>(out, cols, [&](const std::int64_t c) { return prefetch(c), bits(c); }, one);
+      if constexpr (G == 1) map_whole_lines<false>(out[0], cols, [&](const std::int64_t c) { return prefetch(c), bits(c)[0]; }, one);
       return;
     }
   }
 #endif
   auto vector = [&](const std::int64_t c) {
-    cpu::Floats v = (cpu::load_floats(in + c) - minus) * times;
-    if (w) v = v * cpu::load_floats(w + c);
-    if (b) v = v + cpu::load_floats(b + c);
+    cpu::Floats vw{}, vb{};
+    if (w) vw = cpu::load_floats(w + c);
+    if (b) vb = cpu::load_floats(b + c);
+    cpu::RowFloats<G> v;
+    for (int g = 0; g < G; ++g) {
+      v[g] = (cpu::load_floats(in[g] + c) - minus[g]) * times[g];
+      if (w && b) v[g] = cpu::fmadd(v[g], vw, vb);
+      else if (w) v[g] = v[g] * vw;
+      else if (b) v[g] = v[g] + vb;
+    }
     return v;
   };
   if (streamed) {
-    cpu::stream_vectors(out, cols, ahead, vector, beside);
+    cpu::stream_vectors_rows<G>(out, cols, ahead, vector, beside);
     return;
   }
-  map_lines<false>(out, cols, [&](const std::int64_t c) { return prefetch(c), vector(c); }, one);
+  if constexpr (G == 1) map_lines<false>(out[0], cols, [&](const std::int64_t c) { return prefetch(c), vector(c)[0]; }, one);
 }
-
-/// A norm's shift and scale for its output ((v - shift) * scale, then weight and bias).
-struct NormScale {
-  float shift, scale;
-};
 
 /// rmsnorm's statistics in the host's vector code (shift 0, scale 1 / sqrt(mean(x^2) + eps)),
 /// folded over a row at once (whole) or a line at a time beside another row's output (start,
@@ -274,25 +288,68 @@ struct LayerStats {
 /// 0.68-0.70 -> 0.85-0.88, fp16 4096 0.81-0.86 -> 0.92-0.96, 32768 0.77-0.78 -> 0.86-0.88, rows
 /// of 768 0.91-0.93 -> 0.90-0.97; rmsnorm 2-byte within 0.05 either way (0.82-0.95). fp32 rows
 /// of 16 KB and more of layernorm too (layer_rows_beside); rmsnorm's fp32 rows stay row by row.
+///
+/// fp32 rows with a weight or a bias go two at a time (and the next two folded beside), so that
+/// each line of weight and bias comes into L1 once for two rows' lines: with rows of 16 KB and
+/// more, x's row, the next row, weight and bias no longer fit L1 together, and each output line
+/// took four fills from L2. Zen 4 VM, 2 threads, layernorm fp32 with weight and bias, a scratch
+/// program alternating both paths in one process (medians of 11-15): 8192x4096 1.10-1.13x,
+/// 1024x32768 1.07-1.09x with the memory slow (copy ~44 GB/s), 1.17x on one thread; a
+/// hand-written loop the same way, memory fast (copy ~77 GB/s): 39-42 -> 50 GB/s, where without
+/// weight and bias the library's rows ran at 64-72. 2-byte rows in pairs ran 0.54-0.78x from
+/// memory (in L2 as fast as one at a time), and rmsnorm's fp32 rows with a weight through the runs in pairs,
+/// against row by row, 0.93-1.08x: both stay one row at a time.
 template <class Exec, class X, class Y, class W, class B, class Stats>
 void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, const W& weight, const B& bias,
                    const RowPlan& plan, const Stats& stats) {
+  using XT = std::remove_const_t<typename X::value_type>;
+  using T = typename Y::value_type;
   const auto rows = static_cast<std::int64_t>(x.extent(0)), cols = static_cast<std::int64_t>(x.extent(1));
+  const bool pairs = sizeof(XT) == 4 && (weight.extent(0) != 0 || bias.extent(0) != 0);
+  // Rows [row, row + n) written side by side from their scales s, while the statistics of the
+  // next next_n rows are folded beside (their scales then replace s).
+  auto step = [=](auto n_rows, auto next_rows, const std::int64_t row, NormScale* const s) {
+    constexpr int n = decltype(n_rows)::value, next_n = decltype(next_rows)::value;
+    const XT* in[n];
+    T* out[n];
+    for (int g = 0; g < n; ++g) in[g] = &x(row + g, 0), out[g] = &y(row + g, 0);
+    if constexpr (next_n == 0) {
+      norm_rows_out<n>(in, out, true, cols, s, weight, bias, RowTeam<Exec>::next_row_of(x, row + n - 1));
+    } else {
+      const XT* const next = &x(row + n, 0);
+      const XT* const second = &x(row + n + next_n - 1, 0);
+      const cpu::Prefetch second_ahead = ahead_in_row(second);
+      auto fold = stats.start(next, cols), second_fold = stats.start(second, cols);
+      norm_rows_out<n>(in, out, true, cols, s, weight, bias, ahead_in_row(next), [&](const std::int64_t c, const std::int64_t count) {
+        cpu::fold_line(next, c, fold);
+        if constexpr (next_n == 2) {
+          second_ahead.lines(c * second_ahead.element_bytes, (c + count) * second_ahead.element_bytes);
+          cpu::fold_line(second, c, second_fold);
+        }
+      });
+      s[0] = stats.finish(fold, next, cols);
+      if constexpr (next_n == 2) s[1] = stats.finish(second_fold, second, cols);
+    }
+  };
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  using None = std::integral_constant<int, 0>;
   for_each_row_run<Exec>(
       label, exec, rows,
       [=](const std::int64_t first, const std::int64_t last, float*) {
-        NormScale s = stats.whole(&x(first, 0), cols);
-        for (std::int64_t row = first; row < last; ++row) {
-          const auto* const in = &x(row, 0);
-          if (row + 1 == last) {
-            norm_row_out(in, &y(row, 0), true, cols, s.shift, s.scale, weight, bias, RowTeam<Exec>::next_row_of(x, row));
-            break;
-          }
-          const auto* const next = &x(row + 1, 0);
-          auto fold = stats.start(next, cols);
-          norm_row_out(in, &y(row, 0), true, cols, s.shift, s.scale, weight, bias, ahead_in_row(next),
-                       [&](const std::int64_t c, std::int64_t) { cpu::fold_line(next, c, fold); });
-          s = stats.finish(fold, next, cols);
+        NormScale s[2];
+        s[0] = stats.whole(&x(first, 0), cols);
+        std::int64_t row = first;
+        if (!pairs || first + 1 == last) {
+          for (; row + 1 < last; ++row) step(One{}, One{}, row, s);
+          step(One{}, None{}, row, s);
+          return;
+        }
+        if constexpr (sizeof(XT) == 4) {  // pairs of rows (an odd run's first row alone)
+          if ((last - first) % 2) step(One{}, Two{}, row++, s);
+          else s[1] = stats.whole(&x(first + 1, 0), cols);
+          for (; row + 2 < last; row += 2) step(Two{}, Two{}, row, s);
+          step(Two{}, None{}, row, s);
         }
       },
       plan);
@@ -304,8 +361,10 @@ template <class Row, class X, class Y, class W, class B>
 [[gnu::always_inline]] inline void norm_vector_row(const Row& r, const X& x, const Y& y, NormScale s, const W& weight,
                                                    const B& bias) {
   const auto cols = static_cast<std::int64_t>(y.extent(1));
-  auto* const out = r.vector_stream_row(y, cols);
-  norm_row_out(&x(r.row, 0), out ? out : &y(r.row, 0), out != nullptr, cols, s.shift, s.scale, weight, bias, r.next_row_of(x));
+  auto* const stream = r.vector_stream_row(y, cols);
+  const std::remove_const_t<typename X::value_type>* const in[1] = {&x(r.row, 0)};
+  typename Y::value_type* const out[1] = {stream ? stream : &y(r.row, 0)};
+  norm_rows_out<1>(in, out, stream != nullptr, cols, &s, weight, bias, r.next_row_of(x));
 }
 
 /// Whether layernorm's rows of `cols` values of T go through norm_row_runs: 2-byte rows, as

@@ -56,23 +56,50 @@ struct NothingBeside {
   void operator()(std::int64_t, std::int64_t) const {}
 };
 
+/// The integer register as wide as Floats (the bits stream_bits stores).
+using FloatBits = decltype(float_bits(splat(0.0f)));
+/// G registers, one for each of G rows written side by side (stream_rows_bits). Not a
+/// std::array: a vector type as a template argument loses its attributes, and GCC warns.
+template <int G>
+struct RowFloats {
+  Floats v[G];
+  [[gnu::always_inline]] Floats& operator[](int g) { return v[g]; }
+  [[gnu::always_inline]] const Floats& operator[](int g) const { return v[g]; }
+};
+template <int G>
+struct RowBits {
+  FloatBits v[G];
+  [[gnu::always_inline]] FloatBits& operator[](int g) { return v[g]; }
+  [[gnu::always_inline]] const FloatBits& operator[](int g) const { return v[g]; }
+};
+
 /// out[c, c + per register) from bits(c), the bits of those values of T as an integer register
 /// as wide as Floats, for c = 0, per register, ..., n - per register, each cache line streamed
 /// as soon as its values are computed, with the lines of `ahead` at the same elements
 /// prefetched into L2: out line-aligned, n a whole number of lines. beside(c, count) runs
 /// before the line of elements [c, c + count) is computed: other work interleaved line by
 /// line, so that the core computes while the line goes out (softmax_exp_sum_streaming). The
-/// caller fences.
-template <class T, class Bits, class Beside = NothingBeside>
-[[gnu::always_inline]] inline void stream_bits(T* out, std::int64_t n, const Prefetch& ahead, const Bits& bits,
-                                               const Beside& beside = {}) {
+/// caller fences. stream_rows_bits does the same for G rows of n values side by side, bits(c)
+/// giving the G rows' registers at c (RowBits), so that what the rows share (a norm's
+/// weight and bias) is loaded once per line of each.
+template <int G, class T, class Bits, class Beside = NothingBeside>
+[[gnu::always_inline]] inline void stream_rows_bits(T* const* out, std::int64_t n, const Prefetch& ahead, const Bits& bits,
+                                                    const Beside& beside = {}) {
   constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
   constexpr std::int64_t per_store = static_cast<std::int64_t>(sizeof(Floats) / sizeof(T));
   for (std::int64_t c = 0; c < n; c += line) {
     ahead.lines(c * ahead.element_bytes, (c + line) * ahead.element_bytes);
     beside(c, line);
-    for (std::int64_t q = 0; q < line; q += per_store) store_bits<true>(out + c + q, bits(c + q));
+    for (std::int64_t q = 0; q < line; q += per_store) {
+      const auto registers = bits(c + q);
+      for (int g = 0; g < G; ++g) store_bits<true>(out[g] + c + q, registers[g]);
+    }
   }
+}
+template <class T, class Bits, class Beside = NothingBeside>
+[[gnu::always_inline]] inline void stream_bits(T* out, std::int64_t n, const Prefetch& ahead, const Bits& bits,
+                                               const Beside& beside = {}) {
+  stream_rows_bits<1>(&out, n, ahead, [&](const std::int64_t c) { return RowBits<1>{{bits(c)}}; }, beside);
 }
 /// out[c, c + float_lanes) = T(f(c)) (f returns a Floats of fp32 values) for c = 0,
 /// float_lanes, ..., n - float_lanes, a cache line streamed as soon as its values are computed
@@ -83,11 +110,31 @@ template <class T, class Bits, class Beside = NothingBeside>
 /// 15-20% slower (Zen 5 VM, 2 threads, 8192x4096 fp32, scratch program, three alternations,
 /// GB/s: rmsnorm 45-46 -> 49-52 at 0.91-0.96 of a hand-written loop beside it, softmax 44 ->
 /// 51-52; 16384x4096, bf16 / fp16: rmsnorm 27-31 / 25-29 -> 31-33 / 28-32, softmax 21-25 /
-/// 21-24 -> 23-26 / 24-27).
+/// 21-24 -> 23-26 / 24-27). stream_vectors_rows: G rows side by side, f(c) giving the G rows'
+/// Floats at c (RowFloats; see stream_rows_bits).
+template <int G, class T, class F, class Beside = NothingBeside>
+[[gnu::always_inline]] inline void stream_vectors_rows(T* const* out, std::int64_t n, const Prefetch& ahead, const F& f,
+                                                       const Beside& beside = {}) {
+  static_assert(has_float_lanes<T>, "stream_vectors: fp32, bf16 or fp16 outputs");
+  stream_rows_bits<G>(out, n, ahead,
+                      [&](const std::int64_t c) {
+                        if constexpr (sizeof(T) == 4) {
+                          const auto v = f(c);
+                          RowBits<G> bits;
+                          for (int g = 0; g < G; ++g) bits[g] = float_bits(v[g]);
+                          return bits;
+                        } else {
+                          const auto lo = f(c), hi = f(c + float_lanes);
+                          RowBits<G> bits;
+                          for (int g = 0; g < G; ++g) bits[g] = narrow_bits<T>(lo[g], hi[g]);
+                          return bits;
+                        }
+                      },
+                      beside);
+}
 template <class T, class F, class Beside = NothingBeside>
 [[gnu::always_inline]] inline void stream_vectors(T* out, std::int64_t n, const Prefetch& ahead, const F& f, const Beside& beside = {}) {
-  static_assert(has_float_lanes<T>, "stream_vectors: fp32, bf16 or fp16 outputs");
-  stream_bits(out, n, ahead, [&](const std::int64_t c) { return bits_of<T>(f, c); }, beside);
+  stream_vectors_rows<1>(&out, n, ahead, [&](const std::int64_t c) { return RowFloats<1>{{f(c)}}; }, beside);
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
