@@ -14,11 +14,22 @@
 #include "../core/parallel.hpp"
 #include "../core/types.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
 namespace rooftop {
+
+namespace detail {
+/// How far ahead embedding prefetches the rows it gathers: the row this many bytes of output
+/// ahead (at least the next row), line by line while a row is copied. One row ahead, short rows
+/// left too little time for the memory: Zen 4 VM, 2 threads, a scratch program alternating
+/// the distances in one process (medians of 11, copy ~46 GB/s): bf16 dim 768 40.6 -> 50.1
+/// GB/s at 8 KB (49.0 at 4 KB, 48.3 at 16 KB), fp32 dim 768 32.1 -> 37.1, dim 4096 (one row
+/// ahead either way but for 16 KB) 43-47 -> 45-49.
+inline constexpr std::int64_t embedding_prefetch_bytes = 8192;
+}  // namespace detail
 
 /// out(t, :) = table(ids(t), :). Throws rooftop::Error if the extents do not match or an id is
 /// out of range (after the gather; the rows of bad ids are zero).
@@ -43,6 +54,9 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
   const auto plan = detail::plan_rows<Exec, detail::Stores::streamed_when_large>(out);
   // Streamed rows are copied straight from the table (no buffer) where its rows are contiguous.
   const bool table_rows_contiguous = dim > 0 && (dim == 1 || table.stride(1) == 1);
+  // Rows prefetched detail::embedding_prefetch_bytes ahead, at least the next.
+  const std::int64_t row_bytes = std::max<std::int64_t>(dim * static_cast<std::int64_t>(sizeof(T)), 1);
+  const std::int64_t ahead_rows = (detail::embedding_prefetch_bytes + row_bytes - 1) / row_bytes;
   Kokkos::parallel_reduce(
       "rooftop::embedding", detail::row_policy("rooftop::embedding", exec, rows, plan),
       KOKKOS_LAMBDA(const Member& member, std::int64_t& bad) {
@@ -50,14 +64,15 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
           const std::int64_t id = ids(r.row);
           if (id >= 0 && id < vocab) {
             if (table_rows_contiguous) {
-              // The next token's row is prefetched while this one is copied: each row starts
-              // somewhere new in the table, where the hardware prefetcher has to find it again
-              // (scratch program, 2 threads, Zen 5 VM, rows from a 32000-row table, two
-              // alternations, GB/s: fp32 dim 4096 39-65 -> 60-87, dim 768 33-51 -> 56-67, bf16
-              // dim 4096 34-55 -> 50-76; the harness gained less, see docs/measured/log.md).
+              // A later token's row (ahead_rows on) is prefetched while this one is copied:
+              // each row starts somewhere new in the table, where the hardware prefetcher has
+              // to find it again (scratch program, 2 threads, Zen 5 VM, rows from a 32000-row
+              // table, two alternations, GB/s, the next row prefetched: fp32 dim 4096 39-65 ->
+              // 60-87, dim 768 33-51 -> 56-67, bf16 dim 4096 34-55 -> 50-76; the harness gained
+              // less, see docs/measured/log.md).
               cpu::Prefetch next;
-              if (r.row + 1 < rows) {
-                const std::int64_t next_id = ids(r.row + 1);
+              if (r.row + ahead_rows < rows) {
+                const std::int64_t next_id = ids(r.row + ahead_rows);
                 if (next_id >= 0 && next_id < vocab) next = {reinterpret_cast<const char*>(&table(next_id, 0)), sizeof(T)};
               }
               r.copy(out, &table(id, 0), dim, next);
