@@ -296,9 +296,10 @@ struct LayerStats {
 /// program alternating both paths in one process (medians of 11-15): 8192x4096 1.10-1.13x,
 /// 1024x32768 1.07-1.09x with the memory slow (copy ~44 GB/s), 1.17x on one thread; a
 /// hand-written loop the same way, memory fast (copy ~77 GB/s): 39-42 -> 50 GB/s, where without
-/// weight and bias the library's rows ran at 64-72. 2-byte rows in pairs ran 0.54-0.78x from
-/// memory (in L2 as fast as one at a time), and rmsnorm's fp32 rows with a weight through the runs in pairs,
-/// against row by row, 0.93-1.08x: both stay one row at a time.
+/// weight and bias the library's rows ran at 64-72. 2-byte rows in pairs ran 0.77-1.05x from
+/// memory (bf16 rows of 4096 0.77x; in L2 as fast as one at a time), and rmsnorm's fp32 rows
+/// with a weight through the runs in pairs, against row by row, 0.93-1.08x: both stay one row
+/// at a time.
 template <class Exec, class X, class Y, class W, class B, class Stats>
 void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, const W& weight, const B& bias,
                    const RowPlan& plan, const Stats& stats) {
@@ -320,7 +321,8 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
       const XT* const second = &x(row + n + next_n - 1, 0);
       const cpu::Prefetch second_ahead = ahead_in_row(second);
       auto fold = stats.start(next, cols), second_fold = stats.start(second, cols);
-      norm_rows_out<n>(in, out, true, cols, s, weight, bias, ahead_in_row(next), [&](const std::int64_t c, const std::int64_t count) {
+      norm_rows_out<n>(in, out, true, cols, s, weight, bias, ahead_in_row(next),
+                       [&](const std::int64_t c, const std::int64_t count) __attribute__((always_inline)) {
         cpu::fold_line(next, c, fold);
         if constexpr (next_n == 2) {
           second_ahead.lines(c * second_ahead.element_bytes, (c + count) * second_ahead.element_bytes);
