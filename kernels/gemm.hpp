@@ -25,8 +25,8 @@
 ///   K slices go through double-buffered scratch in the inputs' own type, loaded as above.
 /// - CPUs with AVX512-BF16 and bf16 A and B (gemm_uses_bf16_pairs): the CPU driver with A and
 ///   B packed in pairs along k, two products per instruction (gemm_slice_bf16_pairs).
-/// - CPUs, at most skinny_gemm_rows rows of op(A) and op(B)'s columns contiguous (a decode
-///   step times `nn.Linear`'s weight): no tiles, op(B) read once in place (gemm_cpu_skinny).
+/// - CPUs, at most skinny_gemm_rows rows of op(A) and op(B)'s columns or rows contiguous (a
+///   decode step times a weight matrix): no tiles, op(B) read once in place (gemm_cpu_skinny).
 /// The tile sizes are the named parameters of CpuGemmTiles, GpuGemmTiles and MatrixGemmTiles.
 #pragma once
 
@@ -746,27 +746,136 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
 /// of a model's decode step: a few tokens times a weight matrix).
 inline constexpr std::int64_t skinny_gemm_rows = 8;
 
+/// gemm_cpu_skinny where op(B)'s rows are contiguous (B row-major: x W with W stored (in, out)),
+/// from a, op(A) widened into mm rows of k per batch entry (mm: m rounded up to 1, 2, 4 or 8;
+/// zeros past m). op(B) is read in slabs of skinny_slab rows, each slab's rows streamed whole
+/// (four at a time, so each line of the slab's partial sums takes four rows' products), its
+/// partial sums of C (mm x n, in L1 or L2) kept in a scratch; then the slabs' partial sums
+/// are added in order. The slabs are fixed by k, so the values do not depend on the thread
+/// count; work items are a slab's stretch of columns, as many stretches as give each thread
+/// four items. Zen 4 VM, 2 threads, op(B) 4096 x 4096 fp32, a scratch program alternating
+/// hand-written AVX-512 loops of this kind with the library (medians of 11, GB/s of op(B)): M =
+/// 1 12.0-14.3 -> 26.7-41.7 (the tiled driver), on a par with gemm_cpu_skinny's B^T (25.7-35.7);
+/// M = 4 11.5-13.4 -> 24.4-27.1, M = 8 11.5-12.3 -> 16.4-17.2. Stretches of 512 or 1024
+/// columns (the partial sums of M = 8 in L1) and slabs of 128 rows ran no faster. The library
+/// (this code, against the tiled driver in the same phase, separate processes): fp32 M = 1 /
+/// 2 / 4 / 8 13.6 / 13.7 / 13.9 / 11.3 -> 30.7 / 25.9 / 25.0 / 19.4 GB/s; bf16 (C fp32) M = 1
+/// 12.9 -> 18.9, M = 4 11.8 -> 15.0, but M = 8 9.8 -> 8.4 (the tiled driver's bf16 pairs), so
+/// 2-byte op(B) with more than 4 rows of op(A) stays tiled.
+inline constexpr std::int64_t skinny_slab = 256;
+template <class Exec, class P, class A>
+void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
+  using Acc = decltype(p.alpha);
+  using TB = std::remove_cv_t<typename P::B::value_type>;
+  constexpr int lanes = 64 / static_cast<int>(sizeof(Acc));
+  constexpr std::int64_t chunk = 256;  // columns widened at a time (2-byte op(B))
+  const std::int64_t m = p.m, n = p.n, k = p.k, batch = p.batch;
+  const std::int64_t slabs = (k + skinny_slab - 1) / skinny_slab;
+  const std::int64_t wanted = (4 * compat::concurrency(exec) + batch * slabs - 1) / (batch * slabs);
+  const std::int64_t stretch_count = std::max<std::int64_t>(1, std::min(wanted, (n + chunk - 1) / chunk));
+  const std::int64_t stretch = ((n + stretch_count - 1) / stretch_count + lanes - 1) / lanes * lanes;
+  const std::int64_t stretches = (n + stretch - 1) / stretch;
+  Kokkos::View<Acc*, Kokkos::HostSpace> part(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::gemm_skinny_sums"),
+                                             batch * slabs * mm * n);
+  auto run = [&](auto rows) {
+    constexpr int MM = decltype(rows)::value;
+    Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * slabs * stretches), [=](const std::int64_t item) {
+      const std::int64_t bt = item / (slabs * stretches), s = item / stretches % slabs;
+      const std::int64_t j0 = item % stretches * stretch, j1 = std::min(n, j0 + stretch);
+      const std::int64_t k0 = s * skinny_slab, k1 = std::min(k, k0 + skinny_slab);
+      const Acc* const ab = a.data() + bt * MM * k;
+      Acc* const sums = part.data() + (bt * slabs + s) * MM * n;
+      for (int i = 0; i < MM; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) sums[i * n + j] = Acc(0);
+      alignas(64) Acc widened[4][chunk];
+      auto row_run = [&](const std::int64_t kk, const int u, const std::int64_t j, const std::int64_t len) -> const Acc* {
+        const TB* const b = p.b.address(bt, kk + u, j);
+        if constexpr (std::is_same_v<TB, Acc>) {
+          return b;
+        } else {
+          convert_run(b, widened[u], len);
+          return widened[u];
+        }
+      };
+      std::int64_t kk = k0;
+      for (; kk + 4 <= k1; kk += 4) {
+        Acc av[MM][4];
+        for (int i = 0; i < MM; ++i)
+          for (int u = 0; u < 4; ++u) av[i][u] = ab[i * k + kk + u];
+        for (std::int64_t j = j0; j < j1; j += chunk) {
+          const std::int64_t len = std::min(chunk, j1 - j);
+          const Acc* const b0 = row_run(kk, 0, j, len);
+          const Acc* const b1 = row_run(kk, 1, j, len);
+          const Acc* const b2 = row_run(kk, 2, j, len);
+          const Acc* const b3 = row_run(kk, 3, j, len);
+          ROOFTOP_UNROLL
+          for (int i = 0; i < MM; ++i) {
+            Acc* const out = sums + i * n + j;
+            ROOFTOP_SIMD
+            for (std::int64_t jj = 0; jj < len; ++jj)
+              out[jj] = compat::fma(av[i][3], b3[jj], compat::fma(av[i][2], b2[jj], compat::fma(av[i][1], b1[jj], compat::fma(av[i][0], b0[jj], out[jj]))));
+          }
+        }
+      }
+      for (; kk < k1; ++kk)
+        for (std::int64_t j = j0; j < j1; j += chunk) {
+          const std::int64_t len = std::min(chunk, j1 - j);
+          const Acc* const b0 = row_run(kk, 0, j, len);
+          for (int i = 0; i < MM; ++i) {
+            const Acc ai = ab[i * k + kk];
+            Acc* const out = sums + i * n + j;
+            ROOFTOP_SIMD
+            for (std::int64_t jj = 0; jj < len; ++jj) out[jj] = compat::fma(ai, b0[jj], out[jj]);
+          }
+        }
+    });
+  };
+  switch (mm) {
+    case 1: run(std::integral_constant<int, 1>{}); break;
+    case 2: run(std::integral_constant<int, 2>{}); break;
+    case 4: run(std::integral_constant<int, 4>{}); break;
+    default: run(std::integral_constant<int, 8>{}); break;
+  }
+  // C = alpha (the slabs' sums, added in order) + beta C.
+  const std::int64_t runs = (n + chunk - 1) / chunk;
+  Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * m * runs), [=](const std::int64_t item) {
+    const std::int64_t bt = item / (m * runs), i = item / runs % m, j0 = item % runs * chunk, j1 = std::min(n, j0 + chunk);
+    alignas(64) Acc total[chunk];
+    for (std::int64_t j = j0; j < j1; ++j) total[j - j0] = Acc(0);
+    for (std::int64_t s = 0; s < slabs; ++s) {
+      const Acc* const sums = part.data() + ((bt * slabs + s) * mm + i) * n;
+      ROOFTOP_SIMD
+      for (std::int64_t j = j0; j < j1; ++j) total[j - j0] += sums[j];
+    }
+    for (std::int64_t j = j0; j < j1; ++j) gemm_store(p.c, bt, i, j, total[j - j0], p.alpha, p.beta);
+  });
+}
+
 /// C = alpha op(A) op(B) + beta C on the host for m <= skinny_gemm_rows where each column of
-/// op(B) is one contiguous run along k (`nn.Linear`'s weight W as B^T, W row-major): bound by
-/// reading op(B) once, where the tiled driver packed it first, transposing it element by
-/// element (2.1-3.1 GB/s of op(B) against 13.8-30.2 this way, below). op(A) is widened once into a float (fp64)
-/// copy of MM rows of k, MM = m rounded up to a power of two (the rows past m zeros). A work
-/// item takes `columns` columns of C: for each `lanes`-long stretch of k it loads the MM rows'
+/// op(B) is one contiguous run along k (`nn.Linear`'s weight W as B^T, W row-major), or each
+/// row (gemm_cpu_skinny_rows): bound by reading op(B) once, where the tiled driver packed it
+/// first (transposing W element by element: 2.1-3.1 GB/s of op(B) against 13.8-30.2 this way,
+/// below). op(A) is widened once into a float (fp64) copy of MM rows of k, MM = m rounded up
+/// to a power of two (the rows past m zeros). With op(B)'s columns contiguous, a work item
+/// takes `columns` columns of C: for each `lanes`-long stretch of k it loads the MM rows'
 /// stretches once and multiplies them with each column's, MM x columns accumulators in
-/// registers, each the partial sums of `lanes` lanes added in a fixed order at the end. Returns
-/// false (nothing done) where op(B)'s columns are not contiguous: B row-major (a row of op(B)
-/// contiguous) ran slower this way than through the tiled driver (M = 1, 4096 x 4096 fp32,
-/// rows of 256 columns summed in L1: 9.6 against 15.9 GB/s). 2 threads, Zen 4 VM, op(B) 4096 x
-/// 4096 (C fp32), one process alternating with the tiled driver, medians of 11, GB/s of op(B):
-/// fp32 M = 1 / 2 / 4 / 8 2.1-2.4 -> 28.9 / 28.7 / 30.2 / 20.7 (9.1-13.4x), bf16 2.9-3.1 ->
-/// 28.5 / 30.1 / 25.6 / 13.8 (4.7-9.8x); M = 1, 11008 x 4096 (a model's MLP), fp32 4.7x, bf16
-/// 7.4x. M = 8 keeps part of its accumulators in memory (GCC), hence its lower rate.
+/// registers, each the partial sums of `lanes` lanes added in a fixed order at the end.
+/// Returns false (nothing done) where neither op(B)'s rows nor its columns are contiguous. 2
+/// threads, Zen 4 VM, op(B) 4096 x 4096 (C fp32), one process alternating with the tiled
+/// driver, medians of 11, GB/s of op(B): fp32 M = 1 / 2 / 4 / 8 2.1-2.4 -> 28.9 / 28.7 / 30.2
+/// / 20.7 (9.1-13.4x), bf16 2.9-3.1 -> 28.5 / 30.1 / 25.6 / 13.8 (4.7-9.8x); M = 1, 11008 x
+/// 4096 (a model's MLP), fp32 4.7x, bf16 7.4x. M = 8 keeps part of its accumulators in memory
+/// (GCC), hence its lower rate.
 template <class Exec, class P>
 bool gemm_cpu_skinny(const Exec& exec, const P& p) {
   using Acc = decltype(p.alpha);
   using TB = std::remove_cv_t<typename P::B::value_type>;
   constexpr int lanes = 64 / static_cast<int>(sizeof(Acc));
-  if (p.b.stride_i() != 1 || p.k == 0) return false;
+  // (2-byte rows of op(B) widened for 8 rows of op(A) ran slower than the tiled driver: see
+  // gemm_cpu_skinny_rows.)
+  const bool columns_contiguous = p.b.stride_i() == 1;
+  const bool rows_contiguous = p.b.stride_k() == 1 && (sizeof(TB) >= sizeof(float) || p.m <= 4);
+  if (!(columns_contiguous || rows_contiguous) || p.k == 0) return false;
   const std::int64_t m = p.m, n = p.n, k = p.k, batch = p.batch;
   const int mm = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
   Kokkos::View<Acc*, Kokkos::HostSpace> a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::gemm_skinny_a"), batch * mm * k);
@@ -781,6 +890,10 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
       for (std::int64_t kk = 0; kk < k; ++kk) out[kk] = p.a(bt, i, kk);
     }
   });
+  if (!columns_contiguous) {
+    gemm_cpu_skinny_rows(exec, p, a, mm);
+    return true;
+  }
   auto run = [&](auto rows) {
     constexpr int MM = decltype(rows)::value, columns = MM <= 4 ? 4 : 2;
     const std::int64_t items = (n + columns - 1) / columns;

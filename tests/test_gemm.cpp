@@ -180,9 +180,13 @@ TEST_CASE_TEMPLATE("gemm strided batched", T, ROOFTOP_DTYPES) {
              [&] { gemm(Exec(), Trans::transpose, shared_a, Trans::none, b, c); });
 }
 
-TEST_CASE_TEMPLATE("gemm of a few rows times B^T stored row-major (nn.Linear; the host's skinny path)", T, ROOFTOP_DTYPES) {
+TEST_CASE_TEMPLATE("gemm of a few rows times B^T stored row-major (nn.Linear) or times B row-major (the host's skinny paths)", T,
+                   ROOFTOP_DTYPES) {
   // m = 1 to 9 (9: the tiled driver), n not a multiple of a work item's columns, k not one of
-  // the lanes; C poisoned with beta = 0, random with beta != 0; a batch with a shared A.
+  // the lanes; C poisoned with beta = 0, random with beta != 0; a batch with a shared A. B
+  // row-major: k = 1003 is three slabs of rows and a fourth whose last rows are not four
+  // (detail::skinny_slab), and n = 600 is more than one stretch of columns on two threads
+  // and more than one widened run of 256 in each.
   const std::int64_t n = 37, k = 1003;
   for (std::int64_t m = 1; m <= detail::skinny_gemm_rows + 1; ++m) {
     CAPTURE(m);
@@ -198,6 +202,16 @@ TEST_CASE_TEMPLATE("gemm of a few rows times B^T stored row-major (nn.Linear; th
     auto at = random_mat<T, Kokkos::LayoutRight>(k, m);
     fill_nan(Exec(), test::flat(c));
     check_gemm(Trans::transpose, at, Trans::transpose, w, c, 1.0, 0.0, [&] { gemm(Exec(), Trans::transpose, at, Trans::transpose, w, c); });
+    for (const std::int64_t cols : {n, std::int64_t{600}}) {
+      CAPTURE(cols);
+      auto b = random_mat<T, Kokkos::LayoutRight>(k, cols);
+      Mat<T, Kokkos::LayoutRight> cb("c", m, cols);
+      fill_nan(Exec(), test::flat(cb));
+      check_gemm(Trans::none, a, Trans::none, b, cb, 1.0, 0.0, [&] { gemm(Exec(), Trans::none, a, Trans::none, b, cb); });
+      auto cl = random_mat<T, Kokkos::LayoutLeft>(m, cols);
+      check_gemm(Trans::transpose, at, Trans::none, b, cl, -0.5, 2.0,
+                 [&] { gemm(Exec(), Trans::transpose, at, Trans::none, b, cl, -0.5, 2.0); });
+    }
   }
   const std::int64_t batch = 3, m = 3;
   Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory> a("a", batch, m, k), w("w", batch, n, k), c("c", batch, m, n);
@@ -209,6 +223,10 @@ TEST_CASE_TEMPLATE("gemm of a few rows times B^T stored row-major (nn.Linear; th
   fill_nan(Exec(), test::flat(c));
   check_gemm(Trans::none, shared_a, Trans::transpose, w, c, 1.0, 0.0,
              [&] { gemm(Exec(), Trans::none, shared_a, Trans::transpose, w, c); });
+  Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory> b("b", batch, k, n);
+  fill_uniform(Exec(), test::flat(b), test::next_seed(), -1, 1);
+  fill_nan(Exec(), test::flat(c));
+  check_gemm(Trans::none, shared_a, Trans::none, b, c, 1.0, 0.0, [&] { gemm(Exec(), Trans::none, shared_a, Trans::none, b, c); });
 }
 
 /// Tiles for the matrix-unit driver: one warp with one 16 x 16 tile and K slices of one tile;
