@@ -760,8 +760,8 @@ inline constexpr std::int64_t skinny_gemm_rows = 8;
 /// columns (the partial sums of M = 8 in L1) and slabs of 128 rows ran no faster. The library
 /// (this code, against the tiled driver in the same phase, separate processes): fp32 M = 1 /
 /// 2 / 4 / 8 13.6 / 13.7 / 13.9 / 11.3 -> 30.7 / 25.9 / 25.0 / 19.4 GB/s; bf16 (C fp32) M = 1
-/// 12.9 -> 18.9, M = 4 11.8 -> 15.0, but M = 8 9.8 -> 8.4 (the tiled driver's bf16 pairs), so
-/// 2-byte op(B) with more than 4 rows of op(A) stays tiled.
+/// 12.9 -> 18.9, M = 4 11.8 -> 15.0 (fp16 9.0 -> 20.2, 9.5 -> 15.4), but M = 8 9.8 -> 8.4 (the
+/// tiled driver's bf16 pairs), so 2-byte op(B) with more than 4 rows of op(A) stays tiled.
 inline constexpr std::int64_t skinny_slab = 256;
 template <class Exec, class P, class A>
 void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
