@@ -6,6 +6,8 @@
 // with BLAS's.
 //
 //   rooftop_vs_blas [n ...]          default: 2048; fp32 (SGEMM) and fp64 (DGEMM)
+//   rooftop_vs_blas --decode [n ...] m = 1, 2, 4, 8 rows times an n x n B and B^T (a decode
+//                                    step times a weight), fp32 and fp64; default n: 4096
 //
 // Threads: rooftop uses the Kokkos OpenMP threads, BLAS its own (OPENBLAS_NUM_THREADS, default
 // all the cores the process may run on when it loads). Set OMP_WAIT_POLICY=passive so idle
@@ -34,28 +36,33 @@ using namespace rooftop;
 namespace {
 
 template <class T>
-void blas_gemm(int n, const T* a, const T* b, T* c) {
+void blas_gemm(int m, int n, int k, bool b_transposed, const T* a, const T* b, T* c) {
+  const CBLAS_TRANSPOSE tb = b_transposed ? CblasTrans : CblasNoTrans;
+  const int ldb = b_transposed ? k : n;
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);
   } else {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0, a, k, b, ldb, 0.0, c, n);
   }
 }
 
+/// C (m x n) = A (m x k) op(B), op(B) = B (k x n) or B^T (B n x k), all row-major: BLAS and
+/// rooftop alternated, C compared; prints GFLOP/s (square problems) or GB/s of B (a few rows).
 template <class T>
-void compare(int n, int reps) {
+void compare(int m, int n, int k, bool b_transposed, int reps) {
   using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>;
   BackendExec exec;
-  Matrix a("a", n, n), b("b", n, n), c("c", n, n), c_blas("c_blas", n, n);
+  Matrix a("a", m, k), b("b", b_transposed ? n : k, b_transposed ? k : n), c("c", m, n), c_blas("c_blas", m, n);
   fill_uniform(exec, Kokkos::View<T*, Kokkos::HostSpace>(a.data(), a.size()), 1, -1, 1);
   fill_uniform(exec, Kokkos::View<T*, Kokkos::HostSpace>(b.data(), b.size()), 2, -1, 1);
+  const Trans tb = b_transposed ? Trans::transpose : Trans::none;
   // ratios: BLAS's time over ours in each pair, so above 1 where rooftop is faster.
   const Alternation t = time_alternated(
-      exec, [&] { blas_gemm(n, a.data(), b.data(), c_blas.data()); }, [&] { gemm(exec, Trans::none, a, Trans::none, b, c); }, 1,
-      reps);
+      exec, [&] { blas_gemm(m, n, k, b_transposed, a.data(), b.data(), c_blas.data()); },
+      [&] { gemm(exec, Trans::none, a, tb, b, c); }, 1, reps);
   const double ours = t.b.seconds_min, theirs = t.a.seconds_min;
   double worst = 0;  // largest |ours - BLAS| relative to the row's largest |BLAS| entry
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < m; ++i) {
     double scale = 0, diff = 0;
     for (int j = 0; j < n; ++j) {
       scale = std::max(scale, std::abs(double(c_blas(i, j))));
@@ -63,10 +70,16 @@ void compare(int n, int reps) {
     }
     worst = std::max(worst, diff / scale);
   }
-  const double flops = 2.0 * n * n * n;
-  std::printf("%-4s n=%-5d rooftop %8.1f GFLOP/s   BLAS %8.1f GFLOP/s   rooftop/BLAS %.2f (pairs: median %.2f, %.2f-%.2f)   "
-              "max rel. diff %.1e\n",
-              sizeof(T) == 4 ? "fp32" : "fp64", n, flops / ours * 1e-9, flops / theirs * 1e-9, theirs / ours, t.ratio_median(),
+  const char* type = sizeof(T) == 4 ? "fp32" : "fp64";
+  if (m == n && n == k && !b_transposed) {
+    const double flops = 2.0 * n * n * n;
+    std::printf("%-4s n=%-5d rooftop %8.1f GFLOP/s   BLAS %8.1f GFLOP/s", type, n, flops / ours * 1e-9, flops / theirs * 1e-9);
+  } else {
+    const double bytes = static_cast<double>(sizeof(T)) * k * n;
+    std::printf("%-4s m=%d %s %dx%d  rooftop %6.1f GB/s of B   BLAS %6.1f GB/s", type, m, b_transposed ? "B^T" : "B  ",
+                static_cast<int>(b.extent(0)), static_cast<int>(b.extent(1)), bytes / ours * 1e-9, bytes / theirs * 1e-9);
+  }
+  std::printf("   rooftop/BLAS %.2f (pairs: median %.2f, %.2f-%.2f)   max rel. diff %.1e\n", theirs / ours, t.ratio_median(),
               t.ratios.front(), t.ratios.back(), worst);
   std::fflush(stdout);
   if (!(worst < (sizeof(T) == 4 ? 1e-3 : 1e-10))) {
@@ -92,19 +105,24 @@ int main(int argc, char** argv) {
 #endif
   Kokkos::ScopeGuard kokkos(argc, argv);
   std::vector<int> sizes;
+  bool decode = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--kokkos", 0) == 0) continue;  // Kokkos's own
+    if (arg == "--decode") {
+      decode = true;
+      continue;
+    }
     char* end = nullptr;
     const long n = std::strtol(arg.c_str(), &end, 10);
     if (arg.empty() || *end != '\0' || n <= 0 || n > 65536) {
-      std::fprintf(stderr, "rooftop_vs_blas: '%s' is not a matrix size (a whole number from 1 to 65536)\nusage: rooftop_vs_blas [n ...]\n",
+      std::fprintf(stderr, "rooftop_vs_blas: '%s' is not a matrix size (a whole number from 1 to 65536)\nusage: rooftop_vs_blas [--decode] [n ...]\n",
                    arg.c_str());
       return 2;
     }
     sizes.push_back(static_cast<int>(n));
   }
-  if (sizes.empty()) sizes = {2048};
+  if (sizes.empty()) sizes = {decode ? 4096 : 2048};
   std::printf("rooftop gemm vs the system BLAS, %s backend, %d threads, best of alternating calls (and the median of\n"
               "  each pair's ratio)\n", backend_name,
               compat::concurrency(BackendExec()));
@@ -113,9 +131,17 @@ int main(int argc, char** argv) {
                 "  by that mask runs on fewer cores than rooftop: unset OMP_PROC_BIND and OMP_PLACES for a fair ratio\n",
                 allowed_cores, std::thread::hardware_concurrency());
   for (int n : sizes) {
+    if (decode) {
+      for (const int m : {1, 2, 4, 8})
+        for (const bool transposed : {false, true}) {
+          compare<float>(m, n, n, transposed, 11);
+          compare<double>(m, n, n, transposed, 11);
+        }
+      continue;
+    }
     const int reps = n <= 1024 ? 20 : 7;
-    compare<float>(n, reps);
-    compare<double>(n, reps);
+    compare<float>(n, n, n, false, reps);
+    compare<double>(n, n, n, false, reps);
   }
   return 0;
 }
