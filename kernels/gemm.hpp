@@ -754,11 +754,11 @@ inline constexpr std::int64_t skinny_gemm_rows = 8;
 /// are added in order. The slabs are fixed by k, so the values do not depend on the thread
 /// count; work items are a slab's stretch of columns, as many stretches as give each thread
 /// four items. Zen 4 VM, 2 threads, op(B) 4096 x 4096 fp32, a scratch program alternating
-/// hand-written AVX-512 loops of this kind with the library (medians of 11, GB/s of op(B)): M =
-/// 1 12.0-14.3 -> 26.7-41.7 (the tiled driver), on a par with gemm_cpu_skinny's B^T (25.7-35.7);
-/// M = 4 11.5-13.4 -> 24.4-27.1, M = 8 11.5-12.3 -> 16.4-17.2. Stretches of 512 or 1024
-/// columns (the partial sums of M = 8 in L1) and slabs of 128 rows ran no faster. The library
-/// (this code, against the tiled driver in the same phase, separate processes): fp32 M = 1 /
+/// the library's tiled driver with hand-written AVX-512 loops of this kind (medians of 11,
+/// GB/s of op(B)): M = 1 12.0-14.3 -> 26.7-41.7, on a par with gemm_cpu_skinny's B^T beside
+/// them (25.7-35.7); M = 4 11.5-13.4 -> 24.4-27.1, M = 8 11.5-12.3 -> 16.4-17.2. Stretches of
+/// 512 or 1024 columns (the partial sums of M = 8 in L1) and slabs of 128 rows ran no faster.
+/// The library (this code, against the tiled driver in the same phase, separate processes): fp32 M = 1 /
 /// 2 / 4 / 8 13.6 / 13.7 / 13.9 / 11.3 -> 30.7 / 25.9 / 25.0 / 19.4 GB/s; bf16 (C fp32) M = 1
 /// 12.9 -> 18.9, M = 4 11.8 -> 15.0 (fp16 9.0 -> 20.2, 9.5 -> 15.4), but M = 8 9.8 -> 8.4 (the
 /// tiled driver's bf16 pairs), so 2-byte op(B) with more than 4 rows of op(A) stays tiled.
@@ -812,8 +812,10 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
           for (int i = 0; i < MM; ++i) {
             Acc* const out = sums + i * n + j;
             ROOFTOP_SIMD
-            for (std::int64_t jj = 0; jj < len; ++jj)
-              out[jj] = compat::fma(av[i][3], b3[jj], compat::fma(av[i][2], b2[jj], compat::fma(av[i][1], b1[jj], compat::fma(av[i][0], b0[jj], out[jj]))));
+            for (std::int64_t jj = 0; jj < len; ++jj) {
+              const Acc first = compat::fma(av[i][1], b1[jj], compat::fma(av[i][0], b0[jj], out[jj]));
+              out[jj] = compat::fma(av[i][3], b3[jj], compat::fma(av[i][2], b2[jj], first));
+            }
           }
         }
       }

@@ -293,8 +293,8 @@ struct LayerStats {
 /// each line of weight and bias comes into L1 once for two rows' lines: with rows of 16 KB and
 /// more, x's row, the next row, weight and bias no longer fit L1 together, and each output line
 /// took four fills from L2. Zen 4 VM, 2 threads, layernorm fp32 with weight and bias, a scratch
-/// program alternating both paths in one process (medians of 11-15): 8192x4096 1.10-1.13x,
-/// 1024x32768 1.07-1.09x with the memory slow (copy ~44 GB/s), 1.17x on one thread; a
+/// program alternating both paths in one process (medians of 11-15): 8192x4096 1.09-1.17x,
+/// 1024x32768 1.07-1.24x with the memory slow (copy 37-46 GB/s), 1.17x on one thread; a
 /// hand-written loop the same way, memory fast (copy ~77 GB/s): 39-42 -> 50 GB/s, where without
 /// weight and bias the library's rows ran at 64-72. 2-byte rows in pairs ran 0.77-1.05x from
 /// memory (bf16 rows of 4096 0.77x; in L2 as fast as one at a time), and rmsnorm's fp32 rows
