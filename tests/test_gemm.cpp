@@ -183,35 +183,26 @@ TEST_CASE_TEMPLATE("gemm strided batched", T, ROOFTOP_DTYPES) {
 TEST_CASE_TEMPLATE("gemm of a few rows times B^T stored row-major (nn.Linear) or times B row-major (the host's skinny paths)", T,
                    ROOFTOP_DTYPES) {
   // m = 1 to 9 (9: the tiled driver), n not a multiple of a work item's columns, k not one of
-  // the lanes; C poisoned with beta = 0, random with beta != 0; a batch with a shared A. B
-  // row-major: k = 1003 is three slabs of rows and a fourth whose last rows are not four
-  // (detail::skinny_slab), and n = 600 is more than one stretch of columns on two threads
-  // and more than one widened run of 256 in each.
+  // the lanes; C poisoned with beta = 0, random (LayoutLeft, op(A) strided) with beta != 0; a
+  // batch with a shared A. B row-major: k = 1003 is three slabs of rows and a fourth whose
+  // last rows are not four (detail::skinny_slab), and n = 600 is more than one stretch of
+  // columns on two threads and more than one widened run of 256 in each.
   const std::int64_t n = 37, k = 1003;
   for (std::int64_t m = 1; m <= detail::skinny_gemm_rows + 1; ++m) {
     CAPTURE(m);
     auto a = random_mat<T, Kokkos::LayoutRight>(m, k);
-    auto w = random_mat<T, Kokkos::LayoutRight>(n, k);
-    Mat<T, Kokkos::LayoutRight> c("c", m, n);
-    fill_nan(Exec(), test::flat(c));
-    check_gemm(Trans::none, a, Trans::transpose, w, c, 1.0, 0.0, [&] { gemm(Exec(), Trans::none, a, Trans::transpose, w, c); });
-    auto c2 = random_mat<T, Kokkos::LayoutLeft>(m, n);
-    check_gemm(Trans::none, a, Trans::transpose, w, c2, -0.5, 2.0,
-               [&] { gemm(Exec(), Trans::none, a, Trans::transpose, w, c2, -0.5, 2.0); });
-    // op(A) strided (A^T of a row-major k x m): widened element by element.
-    auto at = random_mat<T, Kokkos::LayoutRight>(k, m);
-    fill_nan(Exec(), test::flat(c));
-    check_gemm(Trans::transpose, at, Trans::transpose, w, c, 1.0, 0.0, [&] { gemm(Exec(), Trans::transpose, at, Trans::transpose, w, c); });
-    for (const std::int64_t cols : {n, std::int64_t{600}}) {
-      CAPTURE(cols);
-      auto b = random_mat<T, Kokkos::LayoutRight>(k, cols);
-      Mat<T, Kokkos::LayoutRight> cb("c", m, cols);
-      fill_nan(Exec(), test::flat(cb));
-      check_gemm(Trans::none, a, Trans::none, b, cb, 1.0, 0.0, [&] { gemm(Exec(), Trans::none, a, Trans::none, b, cb); });
-      auto cl = random_mat<T, Kokkos::LayoutLeft>(m, cols);
-      check_gemm(Trans::transpose, at, Trans::none, b, cl, -0.5, 2.0,
-                 [&] { gemm(Exec(), Trans::transpose, at, Trans::none, b, cl, -0.5, 2.0); });
-    }
+    auto at = random_mat<T, Kokkos::LayoutRight>(k, m);  // op(A) strided: widened element by element
+    for (const std::int64_t cols : {n, std::int64_t{600}})
+      for (const Trans tb : {Trans::transpose, Trans::none}) {
+        CAPTURE(cols);
+        CAPTURE(static_cast<int>(tb));
+        auto b = tb == Trans::transpose ? random_mat<T, Kokkos::LayoutRight>(cols, k) : random_mat<T, Kokkos::LayoutRight>(k, cols);
+        Mat<T, Kokkos::LayoutRight> c("c", m, cols);
+        fill_nan(Exec(), test::flat(c));
+        check_gemm(Trans::none, a, tb, b, c, 1.0, 0.0, [&] { gemm(Exec(), Trans::none, a, tb, b, c); });
+        auto c2 = random_mat<T, Kokkos::LayoutLeft>(m, cols);
+        check_gemm(Trans::transpose, at, tb, b, c2, -0.5, 2.0, [&] { gemm(Exec(), Trans::transpose, at, tb, b, c2, -0.5, 2.0); });
+      }
   }
   const std::int64_t batch = 3, m = 3;
   Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory> a("a", batch, m, k), w("w", batch, n, k), c("c", batch, m, n);
