@@ -746,6 +746,17 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
 /// of a model's decode step: a few tokens times a weight matrix).
 inline constexpr std::int64_t skinny_gemm_rows = 8;
 
+/// run(std::integral_constant<int, MM>) for the skinny paths' rows of op(A), mm = 1, 2, 4 or 8.
+template <class Run>
+void with_skinny_rows(int mm, const Run& run) {
+  switch (mm) {
+    case 1: run(std::integral_constant<int, 1>{}); break;
+    case 2: run(std::integral_constant<int, 2>{}); break;
+    case 4: run(std::integral_constant<int, 4>{}); break;
+    default: run(std::integral_constant<int, 8>{}); break;
+  }
+}
+
 /// gemm_cpu_skinny where op(B)'s rows are contiguous (B row-major: x W with W stored (in, out)),
 /// from a, op(A) widened into mm rows of k per batch entry (mm: m rounded up to 1, 2, 4 or 8;
 /// zeros past m). op(B) is read in slabs of skinny_slab rows, each slab's rows streamed whole
@@ -832,12 +843,7 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
         }
     });
   };
-  switch (mm) {
-    case 1: run(std::integral_constant<int, 1>{}); break;
-    case 2: run(std::integral_constant<int, 2>{}); break;
-    case 4: run(std::integral_constant<int, 4>{}); break;
-    default: run(std::integral_constant<int, 8>{}); break;
-  }
+  with_skinny_rows(mm, run);
   // C = alpha (the slabs' sums, added in order) + beta C.
   const std::int64_t runs = (n + chunk - 1) / chunk;
   Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * m * runs), [=](const std::int64_t item) {
@@ -935,12 +941,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
         }
     });
   };
-  switch (mm) {
-    case 1: run(std::integral_constant<int, 1>{}); break;
-    case 2: run(std::integral_constant<int, 2>{}); break;
-    case 4: run(std::integral_constant<int, 4>{}); break;
-    default: run(std::integral_constant<int, 8>{}); break;
-  }
+  with_skinny_rows(mm, run);
   return true;
 }
 

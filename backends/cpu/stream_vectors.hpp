@@ -118,17 +118,16 @@ template <int G, class T, class F, class Beside = NothingBeside>
   static_assert(has_float_lanes<T>, "stream_vectors: fp32, bf16 or fp16 outputs");
   stream_rows_bits<G>(out, n, ahead,
                       [&](const std::int64_t c) {
+                        // (bits_of's two cases, each register of f's computed once for all rows)
+                        const auto v = f(c);
+                        RowBits<G> bits;
                         if constexpr (sizeof(T) == 4) {
-                          const auto v = f(c);
-                          RowBits<G> bits;
                           for (int g = 0; g < G; ++g) bits[g] = float_bits(v[g]);
-                          return bits;
                         } else {
-                          const auto lo = f(c), hi = f(c + float_lanes);
-                          RowBits<G> bits;
-                          for (int g = 0; g < G; ++g) bits[g] = narrow_bits<T>(lo[g], hi[g]);
-                          return bits;
+                          const auto hi = f(c + float_lanes);
+                          for (int g = 0; g < G; ++g) bits[g] = narrow_bits<T>(v[g], hi[g]);
                         }
+                        return bits;
                       },
                       beside);
 }
