@@ -95,7 +95,7 @@ compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
 #if defined(ROOFTOP_HAS_BITS_MAX)
   using T = typename X::non_const_value_type;
   if constexpr (detail::on_host<Exec> && sizeof(T) == 2) {
-    // Contiguous bf16/fp16 on an AVX-512BW or AVX2 host: each work item's block compared on
+    // Contiguous bf16/fp16 on an AVX2 or AVX-512 host: each work item's block compared on
     // its bits (cpu::max_of_bits), nothing widened. Against blocks of 256 widened into L1 and
     // put through cpu::nan_max, 2 threads, Zen 5 VM, scratch program, two alternations, median
     // GB/s: bf16 2^22 (in cache) 43 -> 82-99; 2^27 38-39 -> 37-40 (best 41-43 -> 47), fp16

@@ -116,9 +116,12 @@ void softmax_row_vector(const Row& r, const X& x, const Y& y, const T* in, std::
 /// alternated three times, us: fp32 rows of 4096 6986-7352 -> 6513-6781, 32768 7000-7447 ->
 /// 6484-6907, 768 5822-6598 -> 5540-6138; 2-byte rows within 2% (their exponentials bound
 /// them); two threads in a slow phase, bound by the memory, within the noise.
+/// Outputs too small to stream (plan.stream false) take the same runs with plain stores where
+/// softmax_plain_runs says, instead of a row at a time (softmax_row_vector: the max, the
+/// exponentials and the output through write()'s L1 buffer, one after the other).
 template <class Exec, class X, class Y>
 void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t cols, RowPlan plan) {
-  plan.stream = true;
+  const bool streamed = plan.stream;
   constexpr std::int64_t shift = cpu::exp_row_shift;
   plan.scratch_floats = cols + shift * plan.rows_per_item;  // whole lines: cols is one of y's
   for_each_row_run<Exec>(
@@ -144,7 +147,7 @@ void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t col
             const cpu::Prefetch ahead = next ? ahead_in_row(next) : RowTeam<Exec>::next_row_of(x, row);
             float* const below = e - shift;
             const cpu::SumAndNextMax r =
-                cpu::softmax_exp_sum_streaming(in, below, cols, arg.sub, arg.offset, &y(row - 1, 0), e, scale, next, ahead);
+                cpu::softmax_exp_sum_streaming(in, below, cols, arg.sub, arg.offset, &y(row - 1, 0), e, scale, next, ahead, streamed);
             e = below;
             s = r.sum;
             m = r.next_max;
@@ -153,9 +156,21 @@ void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t col
         }
         const cpu::Floats by = cpu::splat(scale);
         cpu::stream_vectors(&y(last - 1, 0), cols, RowTeam<Exec>::next_row_of(x, last - 1),
-                            [&](const std::int64_t c) { return cpu::load_floats(e + c) * by; });
+                            [&](const std::int64_t c) { return cpu::load_floats(e + c) * by; }, cpu::NothingBeside{}, streamed);
       },
       plan);
+}
+
+/// Whether outputs of T too small to stream, in rows of `cols`, go softmax_row_runs' way with
+/// plain stores: 2-byte rows, and fp32 rows of up to 4 KB (rows of no entries never). 2 threads, Zen 5 VM, 4 MB of input
+/// (in cache), one process alternating with the row at a time, medians of 31, GB/s: fp32 rows
+/// of 64 / 256 / 768 / 1024 22.8 / 51.4 / 61.9 / 68.8 -> 40.7 / 64.9 / 68.6 / 71.3, of 2048 /
+/// 4096 / 32768 0.95-0.98x (kept a row at a time); bf16 rows of 64 / 256 / 768 / 4096 / 32768
+/// 9.8 / 22.3 / 29.2 / 34.7 / 36.0 -> 24.3 / 37.9 / 41.1 / 41.7 / 42.4, fp16 768 / 4096 / 32768
+/// 27.1 / 34.6 / 35.0 -> 42.0 / 42.8 / 43.0. The same outputs.
+template <class T>
+bool softmax_plain_runs(std::int64_t cols) {
+  return cols > 0 && (sizeof(T) == 2 || cols * static_cast<std::int64_t>(sizeof(T)) <= 4096);
 }
 #endif
 
@@ -228,6 +243,14 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
   const float s = r.reduce(cols, 0.0f, FloatRow{e}, Plus{});
   const float inv = s == 0.0f ? 0.0f : 1.0f / s;  // s >= 1 unless all are masked
   r.write(y, cols, [&](const std::int64_t c) { return e[c] * inv; }, r.next_row_of(x));
+}
+
+/// softmax on the host a row at a time (softmax_row), laid out by `plan`.
+template <class Exec, class X, class Y>
+void softmax_rows(const Exec& exec, const X& x, const Y& y, std::int64_t cols, const RowPlan& plan) {
+  for_each_row(
+      "rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
+      KOKKOS_LAMBDA(const RowTeam<Exec>& r) { softmax_row(r, x, y, cols); }, plan);
 }
 
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX)
@@ -334,15 +357,13 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
         detail::softmax_split_rows(exec, x, y, (threads + rows - 1) / rows);
         return;
       }
-      if (contiguous && plan.stream && detail::whole_line_rows(y)) {
+      if (contiguous && (plan.stream || detail::softmax_plain_runs<T>(cols)) && detail::whole_line_rows(y)) {
         detail::softmax_row_runs(exec, x, y, cols, detail::run_plan(plan, exec, y));
         return;
       }
     }
 #endif
-    detail::for_each_row(
-        "rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
-        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) { detail::softmax_row(r, x, y, cols); }, plan);
+    detail::softmax_rows(exec, x, y, cols, plan);
   }
 }
 template <class X, class Y>

@@ -292,10 +292,13 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
             // further rows, up to Shape::cpu_block_backoff, so that checking costs little
             // where it never pays.
             constexpr int lanes = cpu::spmv_block_lanes<T>;
-            // Blocks prefetch as the rows do for fp64 only. 3D Laplacian 150^3, 2 threads, Zen 4
-            // VM, scratch program, four alternations, median GB/s without -> with: fp64 31.9 ->
-            // 41.5, fp32 37.5 -> 34.5; 55^3 (in cache) fp64 68.6 -> 62.1, fp32 67.8 -> 57.3.
-            constexpr bool block_prefetches = sizeof(T) == 8;
+            // Blocks of fp64 and fp32 prefetch as the rows do; 2-byte ones do not. 3D Laplacian
+            // 150^3, 2 threads, Zen 4 VM, scratch program, four alternations, median GB/s
+            // without -> with: fp64 31.9 -> 41.5, fp32 37.5 -> 34.5; 55^3 (in cache) fp64 68.6
+            // -> 62.1, fp32 67.8 -> 57.3. On the Zen 5 VM (one process alternating both, medians
+            // of 15) fp32 158^3 18.5 -> 37.8 (the fp32 rows had moved half fp64's bytes per
+            // second), bf16 / fp16 175^3 16.0 / 16.1 -> 15.6 / 15.8.
+            constexpr bool block_prefetches = sizeof(T) >= 4;
             int misses = 0;
             while (r < last) {
               const int most = last - r < lanes ? static_cast<int>(last - r) : lanes;

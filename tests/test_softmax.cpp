@@ -222,12 +222,13 @@ TEST_CASE_TEMPLATE("softmax of rows cut into pieces across threads (host, fewer 
 #endif
 
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
-TEST_CASE_TEMPLATE("softmax row runs (host): each row streamed out beside the next row's exponentials, the same values",
+TEST_CASE_TEMPLATE("softmax row runs (host): each row written out beside the next row's exponentials, the same values",
                    T, ROOFTOP_ML_DTYPES) {
-  // Large host outputs whose rows are whole lines go through detail::softmax_row_runs; here it
-  // runs at every number of rows per work item, so that each kind of row falls first, inside
-  // and last in its run, and must give the values of the row-by-row path bit for bit, with the
-  // finite rows against float64 too. (Host only.)
+  // Host outputs whose rows are whole lines go through detail::softmax_row_runs (large ones
+  // streamed, small ones with plain stores where detail::softmax_plain_runs says); here it runs
+  // both ways at every number of rows per work item, so that each kind of row falls first,
+  // inside and last in its run, and must give the values of the row-by-row path bit for bit,
+  // with the finite rows against float64 too. (Host only.)
   if constexpr (detail::on_host<Exec>) {
     const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
     for (const std::int64_t cols : {64, 512}) {
@@ -249,13 +250,16 @@ TEST_CASE_TEMPLATE("softmax row runs (host): each row streamed out beside the ne
       const auto hx = host(x);
       auto want = test::poisoned_matrix<T>(rows, cols);
       {
-        test::StreamingThreshold stores(SIZE_MAX);  // row by row
-        rooftop::softmax(Exec(), x, want);
+        test::StreamingThreshold stores(SIZE_MAX);  // plain stores
+        detail::softmax_rows(Exec(), x, want, cols, detail::plan_vector_rows<Exec, false>(want, true, cols));
       }
       const auto hwant = host(want);
+      for (const bool streamed : {false, true})
       for (const std::int64_t per_item : {1, 2, 3, 4, 11}) {
+        CAPTURE(streamed);
         CAPTURE(per_item);
         detail::RowPlan plan;
+        plan.stream = streamed;
         plan.rows_per_item = per_item;
         auto y = test::poisoned_matrix<T>(rows, cols);
         detail::softmax_row_runs(Exec(), x, y, cols, plan);

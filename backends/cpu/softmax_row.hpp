@@ -174,10 +174,12 @@ struct SumAndNextMax {
 /// null: no max (-Inf). out line-aligned, n a whole number of its lines; e and prev 64-byte
 /// aligned, e either apart from prev or below it by a line of out's values or more (each
 /// line's exponentials are written before that line's output is read: e = prev -
-/// exp_row_shift writes the lines just read, still in L1). The caller fences.
+/// exp_row_shift writes the lines just read, still in L1). The caller fences; `streamed`
+/// false writes out with plain stores (stream_vectors).
 template <class T, class TOut>
 inline SumAndNextMax softmax_exp_sum_streaming(const T* x, float* e, std::int64_t n, float sub, float offset, TOut* out,
-                                               const float* prev, float scale, const T* next, const Prefetch& ahead) {
+                                               const float* prev, float scale, const T* next, const Prefetch& ahead,
+                                               bool streamed = true) {
   const Floats log2e = splat(math::log2e), minus_offset = splat(-offset), shift = splat(sub), by = splat(scale);
   auto pass = [&](auto shifted, auto with_next) {
     // Registers alternate between two sums, as softmax_exp_sum's do.
@@ -193,7 +195,8 @@ inline SumAndNextMax softmax_exp_sum_streaming(const T* x, float* e, std::int64_
             std::swap(s, t);
             if constexpr (decltype(with_next)::value) m = max_skipping_nan(load_floats(next + q), m);
           }
-        });
+        },
+        streamed);
     return SumAndNextMax{reduce_add(s + t), reduce_max(m)};
   };
   auto with = [&](auto shifted) { return next ? pass(shifted, std::true_type{}) : pass(shifted, std::false_type{}); };

@@ -79,12 +79,13 @@ struct RowBits {
 /// prefetched into L2: out line-aligned, n a whole number of lines. beside(c, count) runs
 /// before the line of elements [c, c + count) is computed: other work interleaved line by
 /// line, so that the core computes while the line goes out (softmax_exp_sum_streaming). The
-/// caller fences. stream_rows_bits does the same for G rows of n values side by side, bits(c)
+/// caller fences. `streamed` false writes the same lines with plain stores, for outputs that
+/// should stay in cache (softmax_row_runs of small outputs). stream_rows_bits does the same for G rows of n values side by side, bits(c)
 /// giving the G rows' registers at c (RowBits), so that what the rows share (a norm's
 /// weight and bias) is loaded once per line of each.
 template <int G, class T, class Bits, class Beside = NothingBeside>
 [[gnu::always_inline]] inline void stream_rows_bits(T* const* out, std::int64_t n, const Prefetch& ahead, const Bits& bits,
-                                                    const Beside& beside = {}) {
+                                                    const Beside& beside = {}, bool streamed = true) {
   constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
   constexpr std::int64_t per_store = static_cast<std::int64_t>(sizeof(Floats) / sizeof(T));
   for (std::int64_t c = 0; c < n; c += line) {
@@ -92,7 +93,13 @@ template <int G, class T, class Bits, class Beside = NothingBeside>
     beside(c, line);
     for (std::int64_t q = 0; q < line; q += per_store) {
       const auto registers = bits(c + q);
-      for (int g = 0; g < G; ++g) store_bits<true>(out[g] + c + q, registers[g]);
+      for (int g = 0; g < G; ++g) {
+        if (streamed) {
+          store_bits<true>(out[g] + c + q, registers[g]);
+        } else {
+          store_bits<false>(out[g] + c + q, registers[g]);
+        }
+      }
     }
   }
 }
@@ -114,7 +121,7 @@ template <class T, class Bits, class Beside = NothingBeside>
 /// Floats at c (RowFloats; see stream_rows_bits).
 template <int G, class T, class F, class Beside = NothingBeside>
 [[gnu::always_inline]] inline void stream_vectors_rows(T* const* out, std::int64_t n, const Prefetch& ahead, const F& f,
-                                                       const Beside& beside = {}) {
+                                                       const Beside& beside = {}, bool streamed = true) {
   static_assert(has_float_lanes<T>, "stream_vectors: fp32, bf16 or fp16 outputs");
   stream_rows_bits<G>(out, n, ahead,
                       [&](const std::int64_t c) {
@@ -129,11 +136,12 @@ template <int G, class T, class F, class Beside = NothingBeside>
                         }
                         return bits;
                       },
-                      beside);
+                      beside, streamed);
 }
 template <class T, class F, class Beside = NothingBeside>
-[[gnu::always_inline]] inline void stream_vectors(T* out, std::int64_t n, const Prefetch& ahead, const F& f, const Beside& beside = {}) {
-  stream_vectors_rows<1>(&out, n, ahead, [&](const std::int64_t c) { return RowFloats<1>{{f(c)}}; }, beside);
+[[gnu::always_inline]] inline void stream_vectors(T* out, std::int64_t n, const Prefetch& ahead, const F& f, const Beside& beside = {},
+                                                  bool streamed = true) {
+  stream_vectors_rows<1>(&out, n, ahead, [&](const std::int64_t c) { return RowFloats<1>{{f(c)}}; }, beside, streamed);
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #endif
