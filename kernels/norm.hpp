@@ -134,20 +134,24 @@ struct NormScale {
   float shift, scale;
 };
 
+/// How norm_rows_out stores: `plain` through map_lines (any row; G = 1, no beside); `lines`, a
+/// line at a time straight from the vector code (out line-aligned, cols whole lines;
+/// cpu::stream_rows_bits, prefetching `ahead` and running `beside` line by line) with plain
+/// stores; `streamed`, the same with streaming stores (RowTeam::vector_stream_row).
+enum class NormStores { plain, lines, streamed };
+
 /// A norm's output rows on an AVX-512 or AVX2 host from the rows' contiguous values at in[g]:
 /// out[g][c] = (in[g][c] - s[g].shift) * s[g].scale * w(c) + b(c) (w, b: weight and bias,
-/// each left out where empty), streamed a line at a time straight from the vector code where
-/// `streamed` (out line-aligned, cols whole lines: RowTeam::vector_stream_row;
-/// cpu::stream_rows_bits, prefetching `ahead` and running `beside` line by line), else stored
-/// plainly (map_lines; G = 1, no beside). G = 2 rows (streamed only) share each line of weight
-/// and bias: see norm_row_runs. Through RowTeam::write's L1 buffer, streamed rows ran 15-20%
-/// slower (see cpu::stream_vectors).
+/// each left out where empty), stored as `stores` says. G = 2 rows (lines only) share each line
+/// of weight and bias: see norm_row_runs. Through RowTeam::write's L1 buffer, streamed rows ran
+/// 15-20% slower (see cpu::stream_vectors).
 template <int G, class XT, class T, class W, class B, class Beside = cpu::NothingBeside>
-[[gnu::always_inline]] inline void norm_rows_out(const XT* const* in, T* const* out, bool streamed, std::int64_t cols,
+[[gnu::always_inline]] inline void norm_rows_out(const XT* const* in, T* const* out, NormStores stores, std::int64_t cols,
                                                  const NormScale* s, const W& weight, const B& bias,
                                                  const cpu::Prefetch& ahead, const Beside& beside = {}) {
   const auto* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
   const auto* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
+  const bool streamed = stores == NormStores::streamed;
   cpu::RowFloats<G> minus, times;
   for (int g = 0; g < G; ++g) minus[g] = cpu::splat(s[g].shift), times[g] = cpu::splat(s[g].scale);
   // With both weight and bias, one fma: the compiler would contract the multiply and the add
@@ -194,8 +198,8 @@ template <int G, class XT, class T, class W, class B, class Beside = cpu::Nothin
         }
         return r;
       };
-      if (streamed) {
-        cpu::stream_rows_bits<G>(out, cols, ahead, bits, beside);
+      if (stores != NormStores::plain) {
+        cpu::stream_rows_bits<G>(out, cols, ahead, bits, beside, streamed);
         return;
       }
       if constexpr (G == 1) map_whole_lines<false>(out[0], cols, [&](const std::int64_t c) { return prefetch(c), bits(c)[0]; }, one);
@@ -216,8 +220,8 @@ template <int G, class XT, class T, class W, class B, class Beside = cpu::Nothin
     }
     return v;
   };
-  if (streamed) {
-    cpu::stream_vectors_rows<G>(out, cols, ahead, vector, beside);
+  if (stores != NormStores::plain) {
+    cpu::stream_vectors_rows<G>(out, cols, ahead, vector, beside, streamed);
     return;
   }
   if constexpr (G == 1) map_lines<false>(out[0], cols, [&](const std::int64_t c) { return prefetch(c), vector(c)[0]; }, one);
@@ -277,8 +281,9 @@ struct LayerStats {
   }
 };
 
-/// A norm's rows on an AVX-512 or AVX2 host where the plan streams whole lines of y (x's rows
-/// contiguous), plan.rows_per_item at a time (run_plan): each row's output is streamed while
+/// A norm's rows on an AVX-512 or AVX2 host where every row of y is whole lines (x's rows
+/// contiguous), plan.rows_per_item at a time (run_plan): each row's output is written (streamed
+/// where plan.stream, else with plain stores, NormStores::lines) while
 /// the next row's statistics are folded from its lines beside it (loaded next_row_ahead bytes
 /// after their prefetch), where row by row the statistics took a pass of their own over a row
 /// already prefetched into L2 while the memory idled. The same values as row by row. Taken by
@@ -288,6 +293,12 @@ struct LayerStats {
 /// 0.68-0.70 -> 0.85-0.88, fp16 4096 0.81-0.86 -> 0.92-0.96, 32768 0.77-0.78 -> 0.86-0.88, rows
 /// of 768 0.91-0.93 -> 0.90-0.97; rmsnorm 2-byte within 0.05 either way (0.82-0.95). fp32 rows
 /// of 16 KB and more of layernorm too (layer_rows_beside); rmsnorm's fp32 rows stay row by row.
+/// Outputs too small to stream go the same way with plain stores (before, a row at a time, the
+/// statistics a pass of their own): 2 threads, Zen 5 VM, 4 MB of input (in cache), one process
+/// alternating with the row at a time, medians of 31, GB/s, rows of 768 / 4096 / 32768:
+/// layernorm (weight and bias) bf16 50.7 / 72.1 / 63.2 -> 73.4 / 83.1 / 67.0, fp16 40.9 / 53.4 /
+/// 51.6 -> 50.1 / 52.8 / 51.2, fp32 32768 75.2 -> 74.8; rmsnorm (weight) bf16 56.9 / 79.6 / 81.8
+/// -> 79.6 / 89.1 / 84.1, fp16 68.8 / 87.5 / 82.4 -> 86.9 / 100.6 / 85.4. The same outputs.
 ///
 /// fp32 rows with a weight or a bias go two at a time (and the next two folded beside), so that
 /// each line of weight and bias comes into L1 once for two rows' lines: with rows of 16 KB and
@@ -307,6 +318,7 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
   using T = typename Y::value_type;
   const auto rows = static_cast<std::int64_t>(x.extent(0)), cols = static_cast<std::int64_t>(x.extent(1));
   const bool pairs = sizeof(XT) == 4 && (weight.extent(0) != 0 || bias.extent(0) != 0);
+  const NormStores stores = plan.stream ? NormStores::streamed : NormStores::lines;
   // Rows [row, row + n) written side by side from their scales s, while the statistics of the
   // next next_n rows are folded beside (their scales then replace s).
   auto step = [=](auto n_rows, auto next_rows, const std::int64_t row, NormScale* const s) {
@@ -315,13 +327,13 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
     T* out[n];
     for (int g = 0; g < n; ++g) in[g] = &x(row + g, 0), out[g] = &y(row + g, 0);
     if constexpr (next_n == 0) {
-      norm_rows_out<n>(in, out, true, cols, s, weight, bias, RowTeam<Exec>::next_row_of(x, row + n - 1));
+      norm_rows_out<n>(in, out, stores, cols, s, weight, bias, RowTeam<Exec>::next_row_of(x, row + n - 1));
     } else {
       const XT* const next = &x(row + n, 0);
       const XT* const second = &x(row + n + next_n - 1, 0);
       const cpu::Prefetch second_ahead = ahead_in_row(second);
       auto fold = stats.start(next, cols), second_fold = stats.start(second, cols);
-      norm_rows_out<n>(in, out, true, cols, s, weight, bias, ahead_in_row(next),
+      norm_rows_out<n>(in, out, stores, cols, s, weight, bias, ahead_in_row(next),
                        [&](const std::int64_t c, const std::int64_t count) __attribute__((always_inline)) {
         cpu::fold_line(next, c, fold);
         if constexpr (next_n == 2) {
@@ -366,7 +378,7 @@ template <class Row, class X, class Y, class W, class B>
   auto* const stream = r.vector_stream_row(y, cols);
   const std::remove_const_t<typename X::value_type>* const in[1] = {&x(r.row, 0)};
   typename Y::value_type* const out[1] = {stream ? stream : &y(r.row, 0)};
-  norm_rows_out<1>(in, out, stream != nullptr, cols, &s, weight, bias, r.next_row_of(x));
+  norm_rows_out<1>(in, out, stream ? NormStores::streamed : NormStores::plain, cols, &s, weight, bias, r.next_row_of(x));
 }
 
 /// Whether layernorm's rows of `cols` values of T go through norm_row_runs: 2-byte rows, as
@@ -415,7 +427,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (detail::layer_rows_beside<typename X::value_type>(cols) && vector_layout && plan.stream && detail::whole_line_rows(y))
+      if (detail::layer_rows_beside<typename X::value_type>(cols) && vector_layout && cols > 0 && detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::layernorm", exec, x, y, weight, bias, detail::run_plan(plan, exec, y),
                                      detail::LayerStats{inv_cols, e});
     }
@@ -505,7 +517,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (detail::next_row_beside<typename X::value_type> && vector_layout && plan.stream && detail::whole_line_rows(y))
+      if (detail::next_row_beside<typename X::value_type> && vector_layout && cols > 0 && detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::rmsnorm", exec, x, y, weight, no_bias, detail::run_plan(plan, exec, y),
                                      detail::RmsStats{inv_cols, e});
     }

@@ -245,14 +245,6 @@ KOKKOS_INLINE_FUNCTION void softmax_row(const Row& r, const X& x, const Y& y, st
   r.write(y, cols, [&](const std::int64_t c) { return e[c] * inv; }, r.next_row_of(x));
 }
 
-/// softmax on the host a row at a time (softmax_row), laid out by `plan`.
-template <class Exec, class X, class Y>
-void softmax_rows(const Exec& exec, const X& x, const Y& y, std::int64_t cols, const RowPlan& plan) {
-  for_each_row(
-      "rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
-      KOKKOS_LAMBDA(const RowTeam<Exec>& r) { softmax_row(r, x, y, cols); }, plan);
-}
-
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX)
 /// Rows of at least this many entries, fewer rows than the host has threads: each row is cut
 /// into parts that threads take in parallel (softmax_split_rows), where one thread per row left
@@ -363,7 +355,9 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
       }
     }
 #endif
-    detail::softmax_rows(exec, x, y, cols, plan);
+    detail::for_each_row(
+        "rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)),
+        KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r) { detail::softmax_row(r, x, y, cols); }, plan);
   }
 }
 template <class X, class Y>

@@ -195,10 +195,11 @@ TEST_CASE_TEMPLATE("layernorm's and rmsnorm's GPU path (rows held in registers) 
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
 TEST_CASE_TEMPLATE("norm row runs (host): the next row's statistics folded beside each row's output, the same values", T,
                    ROOFTOP_ML_DTYPES) {
-  // Large host outputs of whole-line rows go through detail::norm_row_runs; here it runs at
-  // every number of rows per work item, so that each kind of row falls first, inside and last
-  // in its run, and must give the values of the row-by-row path bit for bit. Rows 1 and 4 have
-  // outliers among their first 16 values, so layernorm's statistics take their second pass.
+  // Host outputs of whole-line rows go through detail::norm_row_runs (large ones streamed, the
+  // others with plain stores); here it runs both ways at every number of rows per work item, so
+  // that each kind of row falls first, inside and last in its run, and must give the values of
+  // the row-by-row path (an output whose rows are not whole lines) bit for bit. Rows 1 and 4
+  // have outliers among their first 16 values, so layernorm's statistics take their second pass.
   if constexpr (detail::on_host<Exec>) {
     for (const std::int64_t cols : {64, 512, 4096}) {
       CAPTURE(cols);
@@ -215,17 +216,20 @@ TEST_CASE_TEMPLATE("norm row runs (host): the next row's statistics folded besid
           if (rms) rooftop::rmsnorm(Exec(), in, out, 1e-6, w);
           else rooftop::layernorm(Exec(), in, out, 1e-5, w, b);
         };
-        auto want = test::poisoned_matrix<T>(rows, cols);
+        auto wide = test::poisoned_matrix<T>(rows, cols + 1);
+        const auto want = Kokkos::subview(wide, Kokkos::ALL, std::make_pair(std::int64_t(0), cols));
         {
-          test::StreamingThreshold stores(SIZE_MAX);  // row by row
+          test::StreamingThreshold stores(SIZE_MAX);  // row by row, plain stores
           norm(x, want);
         }
-        const auto hwant = host(want);
+        const auto hwant = host(test::contiguous_copy(want, std::make_index_sequence<2>{}));
         const float inv_cols = 1.0f / static_cast<float>(cols);
+        for (const bool streamed : {false, true})
         for (const std::int64_t per_item : {1, 2, 3, 4, 11}) {
+          CAPTURE(streamed);
           CAPTURE(per_item);
           detail::RowPlan plan;
-          plan.stream = true;
+          plan.stream = streamed;
           plan.rows_per_item = per_item;
           auto y = test::poisoned_matrix<T>(rows, cols);
           auto z = test::contiguous_copy(x, std::make_index_sequence<2>{});  // in place
