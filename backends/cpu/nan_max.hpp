@@ -138,7 +138,7 @@ namespace detail {
 /// AVX-512 hosts too. With AVX-512BW's 32 lanes the loop ran slower (2 threads, Zen 5 VM, a
 /// scratch program alternating both in one process, medians of 15-41, GB/s, bf16 / fp16: 2^27
 /// values (memory) 45.9 / 45.5 -> 53.9 / 54.1 and 48.2 / 48.1 -> 65.4 / 66.1 in another phase,
-/// one thread 23.0 / 22.8 -> 27.5 / 27.6; 4 MB (in cache) 86.4 / 85.4 -> 106.1 / 106.0).
+/// one thread 23.0 / 22.8 -> 27.5 / 27.6; 8 MB (in cache) 86.4 / 85.4 -> 106.1 / 106.0).
 struct BitsVector {
   using V = __m256i;
   static constexpr int width = 16;
