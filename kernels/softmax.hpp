@@ -162,8 +162,9 @@ void softmax_row_runs(const Exec& exec, const X& x, const Y& y, std::int64_t col
 }
 
 /// Whether outputs of T too small to stream, in rows of `cols`, go softmax_row_runs' way with
-/// plain stores: 2-byte rows, and fp32 rows of up to 4 KB (rows of no entries never). 2 threads, Zen 5 VM, 4 MB of input
-/// (in cache), one process alternating with the row at a time, medians of 31, GB/s: fp32 rows
+/// plain stores: 2-byte rows, and fp32 rows of up to 4 KB (rows of no entries never). 2
+/// threads, Zen 5 VM, 4 MB of input (in cache), one process alternating with the row at a
+/// time, medians of 31, GB/s: fp32 rows
 /// of 64 / 256 / 768 / 1024 22.8 / 51.4 / 61.9 / 68.8 -> 40.7 / 64.9 / 68.6 / 71.3, of 2048 /
 /// 4096 / 32768 0.95-0.98x (kept a row at a time); bf16 rows of 64 / 256 / 768 / 4096 / 32768
 /// 9.8 / 22.3 / 29.2 / 34.7 / 36.0 -> 24.3 / 37.9 / 41.1 / 41.7 / 42.4, fp16 768 / 4096 / 32768

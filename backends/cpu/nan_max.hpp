@@ -154,8 +154,9 @@ struct BitsVector {
 /// max of x[0, n) for a 2-byte sign-magnitude float T (bf16, fp16) whose exponent field is all
 /// ones at `inf_bits` (0x7f80, 0x7c00), as float: NaN (quiet) if any element is NaN, -Inf if n
 /// = 0. Compared on the bits, a register of sixteen per instruction, nothing widened: read as
-/// int16, the non-negative values order as their values and are above every negative one, so the largest signed is the max wherever one is non-negative;
-/// otherwise the max is the negative of least magnitude, the smallest unsigned. NaN is a
+/// int16, the non-negative values order as their values and are above every negative one, so
+/// the largest signed is the max wherever one is non-negative; otherwise the max is the
+/// negative of least magnitude, the smallest unsigned. NaN is a
 /// largest signed above +Inf or a largest unsigned above -Inf. Three running values per vector
 /// (vpmaxsw, vpminuw, vpmaxuw), four vectors at a time; the tail one by one. (+0 beats -0
 /// here; the fold's order decides that elsewhere.)

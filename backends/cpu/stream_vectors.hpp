@@ -80,9 +80,9 @@ struct RowBits {
 /// before the line of elements [c, c + count) is computed: other work interleaved line by
 /// line, so that the core computes while the line goes out (softmax_exp_sum_streaming). The
 /// caller fences. `streamed` false writes the same lines with plain stores, for outputs that
-/// should stay in cache (softmax_row_runs of small outputs). stream_rows_bits does the same for G rows of n values side by side, bits(c)
-/// giving the G rows' registers at c (RowBits), so that what the rows share (a norm's
-/// weight and bias) is loaded once per line of each.
+/// should stay in cache (the row runs of small outputs). stream_rows_bits does the same for G
+/// rows of n values side by side, bits(c) giving the G rows' registers at c (RowBits), so that
+/// what the rows share (a norm's weight and bias) is loaded once per line of each.
 template <int G, class T, class Bits, class Beside = NothingBeside>
 [[gnu::always_inline]] inline void stream_rows_bits(T* const* out, std::int64_t n, const Prefetch& ahead, const Bits& bits,
                                                     const Beside& beside = {}, bool streamed = true) {
