@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -60,6 +61,9 @@ struct SystemInfo {
   int concurrency = 0;
   std::string pages;                  // host page policy (huge_pages.hpp)
   long long anon_huge_page_bytes = -1;  // of the process, with the ceiling arrays allocated
+  // Host outputs of at least this many bytes streamed (rooftop::streaming_store_threshold());
+  // null in the report where none are (GPU backends, "never", hosts without streaming stores).
+  std::optional<std::size_t> streaming_store_threshold;
 };
 
 inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std::vector<Result>& results) {
@@ -68,6 +72,8 @@ inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std:
   j["system"] = {{"backend", s.backend}, {"kokkos_version", s.kokkos_version}, {"device", s.device},
                  {"concurrency", s.concurrency}, {"compiler", s.compiler}, {"git", s.git}, {"timestamp", s.timestamp},
                  {"pages", s.pages}, {"anon_huge_page_bytes", s.anon_huge_page_bytes}};
+  j["system"]["streaming_store_threshold_bytes"] =
+      s.streaming_store_threshold ? nlohmann::json(*s.streaming_store_threshold) : nlohmann::json(nullptr);
   j["ceilings"] = {{"bandwidth_gbs", c.bandwidth_gbs},
                    {"peak_gflops", {{"fp32", c.peak_gflops_fp32}, {"fp64", c.peak_gflops_fp64}}},
                    {"launch_overhead_us", c.launch_overhead_us},

@@ -215,3 +215,17 @@ TEST_CASE_TEMPLATE("the GPU elementwise loop (slots of several elements) on this
     CHECK(wrong == 0);
   }
 }
+
+TEST_CASE("ROOFTOP_STREAMING_STORE_THRESHOLD's values") {
+  using rooftop::cpu::parse_streaming_threshold;
+  CHECK(parse_streaming_threshold("0") == std::size_t{0});
+  CHECK(parse_streaming_threshold("4096") == std::size_t{4096});
+  CHECK(parse_streaming_threshold("64K") == std::size_t{64} << 10);
+  CHECK(parse_streaming_threshold("16M") == std::size_t{16} << 20);
+  CHECK(parse_streaming_threshold("2G") == std::size_t{2} << 30);
+  CHECK(parse_streaming_threshold("never") == std::numeric_limits<std::size_t>::max());
+  for (const char* bad : {"", "-1", "16MB", "16m", "M", " 16", "1.5M", "nevermore", "999999999999999999", "999999999999999G"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_streaming_threshold(bad).has_value());
+  }
+}

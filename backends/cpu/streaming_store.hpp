@@ -20,8 +20,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -54,8 +58,37 @@ inline std::size_t last_level_cache_bytes() {
   return bytes;
 }
 
+/// The streaming-store threshold that `text` names (the ROOFTOP_STREAMING_STORE_THRESHOLD
+/// environment variable): a byte count in decimal with an optional K, M or G suffix (KiB, MiB,
+/// GiB), or "never" (no output streamed); nullopt for anything else.
+inline std::optional<std::size_t> parse_streaming_threshold(const std::string& text) {
+  if (text == "never") return std::numeric_limits<std::size_t>::max();
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 15 || text.size() > digits + 1) return std::nullopt;  // under 10^15 before the suffix
+  const std::string suffix = text.substr(digits);
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  const auto value = static_cast<std::size_t>(std::stoull(text.substr(0, digits)));
+  if (shift < 0 || value > std::numeric_limits<std::size_t>::max() >> shift) return std::nullopt;
+  return value << shift;
+}
+
+/// Half the last-level cache, where plain stores would start to evict their own output, unless
+/// ROOFTOP_STREAMING_STORE_THRESHOLD says otherwise (a value it does not parse is reported on
+/// stderr once and ignored: this is read inside kernels, where nothing may throw).
+inline std::size_t initial_streaming_threshold() {
+  const char* const text = std::getenv("ROOFTOP_STREAMING_STORE_THRESHOLD");
+  if (text == nullptr) return last_level_cache_bytes() / 2;
+  if (const auto bytes = parse_streaming_threshold(text)) return *bytes;
+  std::fprintf(stderr,
+               "rooftop: ignoring ROOFTOP_STREAMING_STORE_THRESHOLD=\"%s\" (expected bytes, with an optional K, M or G "
+               "suffix, or \"never\"); streaming outputs from %zu bytes\n",
+               text, last_level_cache_bytes() / 2);
+  return last_level_cache_bytes() / 2;
+}
+
 inline std::atomic<std::size_t>& streaming_threshold() {
-  static std::atomic<std::size_t> bytes{last_level_cache_bytes() / 2};
+  static std::atomic<std::size_t> bytes{initial_streaming_threshold()};
   return bytes;
 }
 
@@ -378,9 +411,11 @@ inline void stream_fence() {
 }  // namespace cpu
 
 /// Host kernels write outputs of at least this many bytes with streaming stores (default: half
-/// the last-level cache, where plain stores would start to evict their own output). A pipeline
-/// whose next kernel reads a large output straight back from cache may raise it; 0 streams
-/// every output (tests use it to cover that path at small sizes). No effect on GPUs.
+/// the last-level cache, where plain stores would start to evict their own output, or the
+/// ROOFTOP_STREAMING_STORE_THRESHOLD environment variable: bytes, K, M or G, or "never"). A
+/// pipeline whose next kernel reads a large output straight back from cache may raise it, and
+/// a host whose cores, not its memory, bound the ops may gain from "never" (docs/kernels.md);
+/// 0 streams every output (tests use it to cover that path at small sizes). No effect on GPUs.
 inline std::size_t streaming_store_threshold() { return cpu::streaming_threshold().load(std::memory_order_relaxed); }
 inline void set_streaming_store_threshold(std::size_t bytes) {
   cpu::streaming_threshold().store(bytes, std::memory_order_relaxed);
