@@ -6,6 +6,7 @@
 #include "huge_pages.hpp"
 #include "op_table.hpp"
 #include "report.hpp"
+#include "rooftop_git.hpp"
 
 #include <CLI/CLI.hpp>
 

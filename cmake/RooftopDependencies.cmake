@@ -62,10 +62,3 @@ endif()
 if(ROOFTOP_BUILD_TESTS)
   find_package(doctest REQUIRED)
 endif()
-
-execute_process(COMMAND git describe --always --dirty --tags
-  WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" OUTPUT_VARIABLE ROOFTOP_GIT_DESCRIBE
-  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-if(NOT ROOFTOP_GIT_DESCRIBE)
-  set(ROOFTOP_GIT_DESCRIBE "unknown")
-endif()
