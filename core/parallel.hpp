@@ -647,11 +647,12 @@ RowPlan plan_rows(const Y& y, std::int64_t scratch_floats = 0) {
   return plan;
 }
 
-/// Whether every row of the (rows, cols) View y is whole cache lines from a line boundary.
+/// Whether every row of the (rows, cols) View y is one or more whole cache lines from a line
+/// boundary (not where the rows are empty: the row runs' plans divide by their bytes).
 template <class Y>
 bool whole_line_rows(const Y& y) {
   constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(typename Y::value_type));
-  return y.stride(1) == 1 && static_cast<std::int64_t>(y.extent(1)) % line == 0 &&
+  return y.stride(1) == 1 && y.extent(1) > 0 && static_cast<std::int64_t>(y.extent(1)) % line == 0 &&
          (y.extent(0) < 2 || static_cast<std::int64_t>(y.stride(0)) % line == 0) && reinterpret_cast<std::uintptr_t>(y.data()) % 64 == 0;
 }
 

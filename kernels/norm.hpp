@@ -427,7 +427,7 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (detail::layer_rows_beside<typename X::value_type>(cols) && vector_layout && cols > 0 && detail::whole_line_rows(y))
+      if (detail::layer_rows_beside<typename X::value_type>(cols) && vector_layout && detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::layernorm", exec, x, y, weight, bias, detail::run_plan(plan, exec, y),
                                      detail::LayerStats{inv_cols, e});
     }
@@ -517,7 +517,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (detail::next_row_beside<typename X::value_type> && vector_layout && cols > 0 && detail::whole_line_rows(y))
+      if (detail::next_row_beside<typename X::value_type> && vector_layout && detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::rmsnorm", exec, x, y, weight, no_bias, detail::run_plan(plan, exec, y),
                                      detail::RmsStats{inv_cols, e});
     }
