@@ -80,6 +80,15 @@ TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight
     rooftop::rmsnorm(Exec(), x, y, eps);
     check_norm<T>(rms, cols, {}, {}, host(y));
   }
+  // No rows, and rows of no entries (which no path may divide by), both ways of storing.
+  for (const std::size_t threshold : test::store_thresholds) {
+    test::StreamingThreshold stores(threshold);
+    for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{0, 7}, {3, 0}}) {
+      auto empty = test::poisoned_matrix<T>(rows, cols);
+      rooftop::layernorm(Exec(), empty, empty, eps);
+      rooftop::rmsnorm(Exec(), empty, empty, eps);
+    }
+  }
 }
 
 TEST_CASE_TEMPLATE("layernorm: rows with outliers at the start, in the middle and at the end", T, ROOFTOP_ML_DTYPES) {
