@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("kokkos_version", compat::kokkos_version());
   benchmark::AddCustomContext("concurrency", std::to_string(compat::concurrency(exec)));
   benchmark::AddCustomContext("pages", pages);
+  if constexpr (rooftop::detail::host_streams<Exec>)
+    benchmark::AddCustomContext("host_outputs", host_outputs_text(host_streaming_threshold<Exec>()));
   benchmark::AddCustomContext("ceiling_dram_gbs", std::to_string(ceilings.dram()));
   benchmark::AddCustomContext("ceiling_llc_gbs", std::to_string(ceilings.bandwidth_gbs.at("llc")));
   benchmark::AddCustomContext("ceiling_fp32_gflops", std::to_string(ceilings.peak_gflops_fp32));

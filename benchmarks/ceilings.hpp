@@ -17,13 +17,31 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <fstream>
 #include <type_traits>
 #include <utility>
 
 namespace rooftop::harness {
+
+/// From how many bytes Exec's kernels write their outputs with streaming stores
+/// (rooftop::streaming_store_threshold(), which ROOFTOP_STREAMING_STORE_THRESHOLD may set): none
+/// where they write none (GPU backends, hosts without them, "never"). The ceilings and every op
+/// are measured under it, so the harness and the benchmarks report it.
+template <class Exec>
+std::optional<std::size_t> host_streaming_threshold() {
+  if constexpr (rooftop::detail::host_streams<Exec>) {
+    if (streaming_store_threshold() != std::numeric_limits<std::size_t>::max()) return streaming_store_threshold();
+  }
+  return std::nullopt;
+}
+/// host_streaming_threshold in words.
+inline std::string host_outputs_text(const std::optional<std::size_t>& threshold) {
+  return threshold ? "streaming stores from " + std::to_string(*threshold) + " bytes" : "plain stores only";
+}
 
 struct Ceilings {
   std::map<std::string, double> bandwidth_gbs;  // "dram", "llc", and per kernel "dram_triad", ...

@@ -18,7 +18,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -235,18 +234,13 @@ int run(Options opt) {
                                                 : "system default pages (THP " + transparent_huge_pages_mode() + ", --pages system)";
   Exec exec;
   SystemInfo sys{backend_name, compat::kokkos_version(), device_name(exec), __VERSION__, ROOFTOP_GIT, utc_timestamp(),
-                 compat::concurrency(exec), pages, -1, std::nullopt};
+                 compat::concurrency(exec), pages, -1, host_streaming_threshold<Exec>()};
   std::printf("rooftop roofline harness: %s backend, Kokkos %s, %s, %d threads, seed %llu%s\n", sys.backend.c_str(),
               sys.kokkos_version.c_str(), sys.device.c_str(), sys.concurrency, static_cast<unsigned long long>(seed),
               opt.quick ? " (quick)" : "");
-  if constexpr (rooftop::detail::host_streams<Exec>) {
-    if (streaming_store_threshold() != std::numeric_limits<std::size_t>::max())
-      sys.streaming_store_threshold = streaming_store_threshold();
+  if constexpr (rooftop::detail::host_streams<Exec>)
     std::printf("Host outputs: %s (ROOFTOP_STREAMING_STORE_THRESHOLD: bytes, K, M or G, or never)\n",
-                sys.streaming_store_threshold
-                    ? ("streaming stores from " + std::to_string(*sys.streaming_store_threshold) + " bytes").c_str()
-                    : "plain stores only");
-  }
+                host_outputs_text(sys.streaming_store_threshold).c_str());
   if (!std::getenv("OMP_PROC_BIND") && std::string(backend_name) == "OpenMP")
     std::printf("note: OMP_PROC_BIND is not set; threads may migrate (set OMP_PROC_BIND=spread OMP_PLACES=threads)\n");
 
