@@ -10,7 +10,8 @@ inc=$(mktemp -d)
 trap 'rm -rf "$inc"' EXIT
 mkdir -p "$inc/rooftop"
 for d in core kernels backends; do ln -s "$PWD/$d" "$inc/rooftop/$d"; done
-flags=(-std=c++20 -fopenmp -fsyntax-only -Wall -Wextra -I"$k5" -I"$inc" -DROOFTOP_GIT=\"check\")
+cmake -DSOURCE="$PWD" -DOUT="$inc/rooftop_git.hpp" -P cmake/RooftopGitDescribe.cmake  # the harness's commit header
+flags=(-std=c++20 -fopenmp -fsyntax-only -Wall -Wextra -I"$k5" -I"$inc")
 version=$(sed -n 's/^#define KOKKOS_VERSION \([0-9]*\)/\1/p' "$k5/KokkosCore_config.h")
 echo "[kokkos5] checking against Kokkos $version headers in $k5"
 fail=0
