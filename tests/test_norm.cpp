@@ -83,8 +83,9 @@ TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight
   // No rows, and rows of no entries (which no path may divide by), both ways of storing.
   for (const std::size_t threshold : test::store_thresholds) {
     test::StreamingThreshold stores(threshold);
-    for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{0, 7}, {3, 0}}) {
-      auto empty = test::poisoned_matrix<T>(rows, cols);
+    const std::pair<std::int64_t, std::int64_t> shapes[] = {{0, 7}, {3, 0}};  // (rows, cols)
+    for (const auto& shape : shapes) {
+      auto empty = test::poisoned_matrix<T>(shape.first, shape.second);
       rooftop::layernorm(Exec(), empty, empty, eps);
       rooftop::rmsnorm(Exec(), empty, empty, eps);
     }
