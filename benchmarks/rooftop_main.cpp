@@ -18,11 +18,13 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <unistd.h>
+#include <utility>
 
 using namespace rooftop;
 using namespace rooftop::harness;
@@ -101,6 +103,65 @@ ChainsSideBySide chains_side_by_side(const Exec& exec, DType dtype, const Shape&
   if (std::string e = unfused.verify(); !e.empty()) out.verify_error = "chain_unfused: " + e;
   if (std::string e = fused.verify(); !e.empty()) out.verify_error += (out.verify_error.empty() ? "" : "; ") + ("chain_fused: " + e);
   return out;
+}
+
+/// One op timed with streaming and with plain stores side by side (time_alternated; a: the
+/// threshold the run has, b: none streamed), on a fresh instance, then its output verified
+/// after a run of each kind. The threshold is restored however this ends.
+struct StoresSideBySide {
+  Alternation timing;        // a: streaming stores from the run's threshold, b: plain stores only
+  std::string verify_error;  // "" if both kinds of run left a right output
+};
+StoresSideBySide stores_side_by_side(const Exec& exec, const OpSpec& spec, DType dtype, const Shape& shape, std::uint64_t seed,
+                                     int pairs, std::size_t threshold) {
+  struct Restore {
+    std::size_t bytes;
+    ~Restore() { set_streaming_store_threshold(bytes); }
+  } restore{streaming_store_threshold()};
+  require_fits_in_memory(spec.cost(dtype, shape).bytes);
+  const OpInstance inst = spec.make(exec, dtype, shape, seed);
+  auto streamed = [&] {
+    set_streaming_store_threshold(threshold);
+    inst.run();
+  };
+  auto plain = [&] {
+    set_streaming_store_threshold(std::numeric_limits<std::size_t>::max());
+    inst.run();
+  };
+  StoresSideBySide out{time_alternated(exec, streamed, plain, 1, pairs), {}};
+  auto verify_after = [&](const std::string& kind, auto&& run) {
+    time_fenced(exec, run);
+    if (std::string e = inst.verify(); !e.empty()) out.verify_error += (out.verify_error.empty() ? "" : "; ") + kind + ": " + e;
+  };
+  verify_after("streaming stores", streamed);
+  verify_after("plain stores", plain);
+  return out;
+}
+
+/// Prints and returns (for the report) the stores' side-by-side timings, keyed by the
+/// results they repeat, with how many results plain stores ran more than 5% faster or slower.
+nlohmann::json stores_summary(const std::vector<std::pair<const Result*, StoresSideBySide>>& compared, std::size_t threshold,
+                              int pairs) {
+  nlohmann::json entries = nlohmann::json::array();
+  int faster = 0, slower = 0;
+  for (const auto& [r, s] : compared) {
+    const Alternation& t = s.timing;
+    const double speedup = t.ratio_median();  // streamed time over plain time
+    faster += speedup > 1.05;
+    slower += speedup < 1 / 1.05;
+    std::printf("  %-15s %4s/%-13s streamed %9.1f us, plain %9.1f us at best: plain %.2fx (%.2f-%.2fx)%s\n", r->op.c_str(),
+                dtype_name(r->dtype), shape_string(r->shape).c_str(), t.a.seconds_min * 1e6, t.b.seconds_min * 1e6, speedup,
+                t.ratios.front(), t.ratios.back(), s.verify_error.empty() ? "" : ("; NOT verified: " + s.verify_error).c_str());
+    nlohmann::json entry = {{"op", r->op}, {"dtype", dtype_name(r->dtype)}, {"shape", r->shape},
+                            {"streamed_seconds_min", t.a.seconds_min}, {"plain_seconds_min", t.b.seconds_min},
+                            {"plain_speedup_median", speedup}, {"plain_speedup_min", t.ratios.front()},
+                            {"plain_speedup_max", t.ratios.back()}, {"verified", s.verify_error.empty()}};
+    if (!s.verify_error.empty()) entry["verify_error"] = s.verify_error;
+    entries.push_back(entry);
+  }
+  std::printf("  plain stores more than 5%% faster on %d of %zu, more than 5%% slower on %d\n", faster, compared.size(), slower);
+  return {{"streaming_store_threshold_bytes", threshold}, {"pairs", pairs}, {"plain_faster", faster}, {"plain_slower", slower},
+          {"results", entries}};
 }
 
 /// "fp32/2730x4096": a result's dtype and shape, as the fusion summary keys them.
@@ -190,6 +251,8 @@ struct Options {
   std::string pages = "huge";
   int rounds = 0;  // 0: 2, or 1 with --quick
   std::uint64_t seed = 0;
+  bool seed_given = false;  // --seed, 0 among its values
+  bool compare_stores = false;
 };
 
 void print_header() {
@@ -228,11 +291,15 @@ int run(Options opt) {
     if (!std::ofstream(probe)) throw std::invalid_argument("cannot write to the output directory '" + opt.out + "' (--out)");
     std::filesystem::remove(probe);
   }
-  const std::uint64_t seed = opt.seed ? opt.seed : std::random_device{}();
+  const std::uint64_t seed = opt.seed_given ? opt.seed : std::random_device{}();
 
   const std::string pages = opt.pages == "huge" ? use_huge_pages_for_host_views()
                                                 : "system default pages (THP " + transparent_huge_pages_mode() + ", --pages system)";
   Exec exec;
+  if (opt.compare_stores && !host_streaming_threshold<Exec>())
+    throw std::invalid_argument(rooftop::detail::host_streams<Exec>
+                                    ? "--compare-stores: ROOFTOP_STREAMING_STORE_THRESHOLD=never leaves no streaming stores to compare"
+                                    : "--compare-stores: this backend writes no output with streaming stores (host x86 backends only)");
   SystemInfo sys{backend_name, compat::kokkos_version(), device_name(exec), __VERSION__, ROOFTOP_GIT, utc_timestamp(),
                  compat::concurrency(exec), pages, -1, host_streaming_threshold<Exec>()};
   std::printf("rooftop roofline harness: %s backend, Kokkos %s, %s, %d threads, seed %llu%s\n", sys.backend.c_str(),
@@ -308,11 +375,12 @@ int run(Options opt) {
   // The report of the rounds done so far: written after every round, so that a long run
   // stopped part way keeps what it measured.
   auto write_report = [&](const std::vector<Result>& done, int rounds_done, const nlohmann::json& fusion,
-                          const nlohmann::json& core_limited) {
+                          const nlohmann::json& core_limited, const nlohmann::json& stores) {
     nlohmann::json report = to_json(sys, ceilings, done);
     report["rounds"] = {{"completed", rounds_done}, {"planned", opt.rounds}};
     if (!fusion.empty()) report["fusion"] = fusion;
     if (!core_limited.empty()) report["core_limited"] = core_limited;
+    if (!stores.is_null()) report["stores_side_by_side"] = stores;
     nlohmann::json errored = nlohmann::json::array();
     for (std::size_t k = 0; k < plan.size(); ++k)
       if (!errors[k].empty())
@@ -374,7 +442,7 @@ int run(Options opt) {
     std::printf("\n");
     if (round + 1 < opt.rounds) {
       try {
-        write_report(completed(), round + 1, nlohmann::json::array(), nlohmann::json::array());
+        write_report(completed(), round + 1, nlohmann::json::array(), nlohmann::json::array(), nlohmann::json());
         std::printf("Wrote the report of round %d of %d to %s\n", round + 1, opt.rounds, opt.out.c_str());
       } catch (const std::exception& e) {  // the run goes on; the final report is tried again
         std::printf("warning: could not write the report of round %d: %s\n", round + 1, first_paragraph(e.what()).c_str());
@@ -419,13 +487,38 @@ int run(Options opt) {
   if (side_by_side_tried) std::printf("\n");
   const nlohmann::json fusion = fusion_summary(done, side_by_side);
   const nlohmann::json core_limited = core_limited_summary(done);
-  write_report(done, opt.rounds, fusion, core_limited);
+  // --compare-stores: every verified result whose compulsory bytes reach the threshold (an
+  // output below it is never streamed) again, with streaming and plain stores side by side.
+  nlohmann::json stores;
+  int stores_failures = 0;
+  if (opt.compare_stores) {
+    const std::size_t threshold = *sys.streaming_store_threshold;
+    const int pairs = opt.quick ? 9 : 15;
+    std::vector<std::pair<const Result*, StoresSideBySide>> compared;
+    std::printf("\nTiming streaming against plain stores side by side (%d pairs each; plain's speedup, median (least-greatest))...\n",
+                pairs);
+    for (std::size_t k = 0; k < done.size(); ++k) {
+      const Result& r = done[k];
+      if (!r.verified || r.cost.bytes < static_cast<double>(threshold)) continue;
+      try {
+        const std::uint64_t stores_seed = seed + (opt.rounds + 1) * plan.size() + k;  // after the sweep's and the chains'
+        compared.emplace_back(&r, stores_side_by_side(exec, *find_op(r.op), r.dtype, r.shape, stores_seed, pairs, threshold));
+        stores_failures += !compared.back().second.verify_error.empty();
+      } catch (const std::exception& e) {
+        std::printf("  warning: %s %s/%s could not run side by side: %s\n", r.op.c_str(), dtype_name(r.dtype),
+                    shape_string(r.shape).c_str(), first_paragraph(e.what()).c_str());
+      }
+    }
+    stores = stores_summary(compared, threshold, pairs);
+  }
+  write_report(done, opt.rounds, fusion, core_limited, stores);
   std::printf("\nWrote %s, %s and %s\n", json_path.c_str(), csv_path.c_str(), svg_path.c_str());
   const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
   const int unrun = static_cast<int>(plan.size() - done.size());
-  if (failures || unrun || side_by_side_failures) {
+  if (failures || unrun || side_by_side_failures || stores_failures) {
     if (failures) std::printf("%d result(s) FAILED verification\n", failures);
     if (side_by_side_failures) std::printf("%d side-by-side chain run(s) FAILED verification\n", side_by_side_failures);
+    if (stores_failures) std::printf("%d side-by-side store run(s) FAILED verification\n", stores_failures);
     if (unrun) std::printf("%d op instance(s) FAILED to run (listed under \"errors\" in the report)\n", unrun);
     return 1;
   }
@@ -466,8 +559,12 @@ int main(int argc, char** argv) {
                  "Host arrays in transparent huge pages where Linux offers them (huge), or in the system's default pages (system)")
       ->check(CLI::IsMember({"huge", "system"}))
       ->capture_default_str();
+  app.add_flag("--compare-stores", opt.compare_stores,
+               "After the sweep, time each result whose outputs may be streamed again with streaming and with plain stores "
+               "side by side (x86 hosts), to choose ROOFTOP_STREAMING_STORE_THRESHOLD");
   app.allow_extras();  // --kokkos-* arguments are Kokkos's
   CLI11_PARSE(app, argc, argv);
+  opt.seed_given = app.count("--seed") > 0;
   for (const auto& extra : app.remaining())
     if (extra.rfind("--kokkos", 0) != 0) {
       std::fprintf(stderr, "rooftop: unknown argument '%s' (see --help)\n", extra.c_str());
