@@ -973,8 +973,8 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
                     shape_of(a), ", B is ", shape_of(b), ", C is ", shape_of(c));
     detail::require_allocated("gemm", "A", a);
     detail::require_allocated("gemm", "B", b);
-    detail::require_distinct_elements("gemm", "C", c);
   }
+  detail::require_distinct_elements("gemm", "C", c);
   if (batch == 0 || m == 0 || n == 0) return;
   // K == 0 or alpha == 0: C = beta * C, as in BLAS, which then reads neither alpha (an Inf or
   // NaN alpha times the empty sum would make C NaN) nor A and B (a NaN there times 0 would).

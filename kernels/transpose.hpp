@@ -43,8 +43,11 @@ struct TransposeShape {
   static constexpr std::int64_t tile = 32;  // GPU only
   static constexpr std::int64_t pad = 1;
   static constexpr int team = 256;
+  /// (A whole number of register tiles, at least one, for any element size: 12 bytes, say,
+  /// takes blocks of 16.)
   template <class T>
-  static constexpr std::int64_t host_block = 256 / sizeof(T) > 8 ? 256 / sizeof(T) : 8;  // CPU only
+  static constexpr std::int64_t host_block =
+      std::max<std::int64_t>(cpu::tile_edge<T>, static_cast<std::int64_t>(256 / sizeof(T)) / cpu::tile_edge<T> * cpu::tile_edge<T>);  // CPU only
   /// CPU line tiles (transpose_lines): src rows per group, 128 bytes of each dst row (2 lines,
   /// two line tiles: 16 fp64 rows, 64 two-byte ones), and how far ahead along each src row its
   /// lines are prefetched: two lines (a scratch program, 2 threads, four alternations, GB/s:
@@ -65,6 +68,7 @@ void require_transposed(const char* op, const In& in, const Out& out) {
   ROOFTOP_REQUIRE(out.extent(0) == in.extent(1) && out.extent(1) == in.extent(0), op, "in is ", shape_of(in), " but out is ",
                   shape_of(out), " (expected ", in.extent(1), "x", in.extent(0), ")");
   ROOFTOP_REQUIRE(!detail::overlap(in, out), op, "in and out overlap (in is ", shape_of(in), ", out is ", shape_of(out), ")");
+  detail::require_distinct_elements(op, "out", out);
 }
 }  // namespace detail
 
@@ -209,22 +213,22 @@ struct HostTranspose {
       const T* const from = buf + c * block;
       if (!streamed) {
         std::memcpy(to, from, block * sizeof(T));
-        continue;
+      } else if constexpr (64 % sizeof(T) == 0) {  // else never streamed (transpose_host)
+        // A carry begun by the block above is completed by this segment's first `head` elements
+        // (those up to the next line boundary) and streamed as one whole line; the rest of the
+        // segment is streamed up to its last line boundary, and what follows waits in the carry.
+        const std::int64_t head = static_cast<std::int64_t>((64 - (reinterpret_cast<std::uintptr_t>(to) & 63)) & 63) / sizeof(T);
+        std::int64_t& waiting = carry.count[c];
+        std::int64_t start = 0;
+        if (waiting > 0) {
+          cpu::stream_joined_line(to - waiting, carry.values[c], waiting, from);
+          start = head;
+        }
+        const std::int64_t tail = (block - head) % line;
+        cpu::stream_whole_lines(to + start, from + start, (block - start - tail) * sizeof(T));
+        cpu::keep_last(carry.values[c], from + block, tail);
+        waiting = tail;
       }
-      // A carry begun by the block above is completed by this segment's first `head` elements
-      // (those up to the next line boundary) and streamed as one whole line; the rest of the
-      // segment is streamed up to its last line boundary, and what follows waits in the carry.
-      const std::int64_t head = static_cast<std::int64_t>((64 - (reinterpret_cast<std::uintptr_t>(to) & 63)) & 63) / sizeof(T);
-      std::int64_t& waiting = carry.count[c];
-      std::int64_t start = 0;
-      if (waiting > 0) {
-        cpu::stream_joined_line(to - waiting, carry.values[c], waiting, from);
-        start = head;
-      }
-      const std::int64_t tail = (block - head) % line;
-      cpu::stream_whole_lines(to + start, from + start, (block - start - tail) * sizeof(T));
-      cpu::keep_last(carry.values[c], from + block, tail);
-      waiting = tail;
     }
   }
 

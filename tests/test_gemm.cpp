@@ -402,6 +402,11 @@ TEST_CASE("gemm: mismatched extents are an error naming them") {
                        "gemm: C is 2x4x7 but spans only 28 elements: some of its elements share memory, and writes to them "
                        "would race",
                        rooftop::Error);
+  // Likewise the rows of a rank-2 C with a row stride of 0.
+  const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> c_rows_shared(c5.data(), Kokkos::LayoutStride(4, 0, 7, 1));
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a, Trans::transpose, random_mat<float, Kokkos::LayoutRight>(7, 5), c_rows_shared),
+                       "gemm: C is 4x7 but spans only 7 elements: some of its elements share memory, and writes to them would race",
+                       rooftop::Error);
   // Kokkos 3.4 gives a 2 x 65536 x 32768 View (2^32 elements) a span of 0 and no memory (see
   // require_allocated); a Kokkos that sizes it right would allocate 16 GB: then no check.
   const Kokkos::View<float***, BackendMemory> wrapped(Kokkos::view_alloc("wrapped", Kokkos::WithoutInitializing), 2, 65536, 32768);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // transpose and transpose_naive: bit-exact for every dtype on empty, single-row/column, odd,
 // non-tile-multiple and large matrices, with plain and streamed stores, in LayoutRight,
-// LayoutLeft, padded and mixed layouts; preconditions.
+// LayoutLeft, padded and mixed layouts; elements of 12 and 24 bytes; preconditions.
 #include "common.hpp"
 
 #include <rooftop/kernels/transpose.hpp>
@@ -153,4 +153,49 @@ TEST_CASE("preconditions: transpose names the op and extents") {
   // Columns 0..3 and 3..6 do share one.
   const auto shifted = Kokkos::subview(wide, Kokkos::ALL, std::make_pair(3, 7));
   CHECK_THROWS_AS(rooftop::transpose(Exec(), left, shifted), rooftop::Error);
+  // An out whose rows share memory (a row stride of 0) would be written by several threads at once.
+  Kokkos::View<float*, BackendMemory> row("row", 3);
+  const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> rows_shared(row.data(), Kokkos::LayoutStride(5, 0, 3, 1));
+  for (const bool tiled : {true, false})
+    CHECK_THROWS_WITH_AS(run(tiled, in, rows_shared),
+                         (std::string(tiled ? "transpose" : "transpose_naive") +
+                          ": out is 5x3 but spans only 3 elements: some of its elements share memory, and writes to them would race")
+                             .c_str(),
+                         rooftop::Error);
+}
+
+namespace {
+/// Elements of 12 and 24 bytes (three floats, three doubles: not a size the register tiles
+/// were shaped for), compared as bytes.
+template <int N>
+struct Bytes {
+  unsigned char b[N];
+};
+}  // namespace
+
+TEST_CASE_TEMPLATE("transpose: elements of any size", E, Bytes<12>, Bytes<24>, Bytes<1>) {
+  for (const std::size_t threshold : test::store_thresholds) {
+    test::StreamingThreshold scoped(threshold);
+    const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1, 1}, {13, 29}, {70, 45}, {300, 257}};
+    for (const auto& [rows, cols] : shapes) {
+      CAPTURE(rows);
+      CAPTURE(cols);
+      Kokkos::View<E**, BackendMemory> in("in", rows, cols), out("out", cols, rows);
+      auto hi = Kokkos::create_mirror_view(in);
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < cols; ++j)
+          for (std::size_t k = 0; k < sizeof(E); ++k) hi(i, j).b[k] = static_cast<unsigned char>(i * 31 + j * 7 + k);
+      Kokkos::deep_copy(in, hi);
+      for (const bool tiled : {true, false}) {
+        CAPTURE(tiled);
+        Kokkos::deep_copy(out, E{});
+        run(tiled, in, out);
+        const auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+        std::int64_t wrong = 0;
+        for (std::int64_t i = 0; i < rows; ++i)
+          for (std::int64_t j = 0; j < cols; ++j) wrong += std::memcmp(&ho(j, i), &hi(i, j), sizeof(E)) != 0;
+        CHECK(wrong == 0);
+      }
+    }
+  }
 }
