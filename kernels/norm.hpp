@@ -397,6 +397,12 @@ template <class T>
 constexpr bool layer_rows_beside(std::int64_t cols) {
   return next_row_beside<T> || (std::is_same_v<T, float> && cols * static_cast<std::int64_t>(sizeof(T)) >= 16384);
 }
+
+/// Whether norm_row_runs may take x's rows into y's: values of one size, so that each line of
+/// output, beside which a line of the next row is folded, is as many values as a line of input.
+/// (fp32 rows into bf16 folded half of each next row; 2-byte rows into fp32 twice, past its end.)
+template <class X, class Y>
+inline constexpr bool rows_line_up = sizeof(typename X::value_type) == sizeof(typename Y::value_type);
 #endif
 }  // namespace detail
 
@@ -427,7 +433,8 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (detail::layer_rows_beside<typename X::value_type>(cols) && vector_layout && detail::whole_line_rows(y))
+      if (detail::rows_line_up<X, Y> && detail::layer_rows_beside<typename X::value_type>(cols) && vector_layout &&
+          detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::layernorm", exec, x, y, weight, bias, detail::run_plan(plan, exec, y),
                                      detail::LayerStats{inv_cols, e});
     }
@@ -517,7 +524,7 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (detail::next_row_beside<typename X::value_type> && vector_layout && detail::whole_line_rows(y))
+      if (detail::rows_line_up<X, Y> && detail::next_row_beside<typename X::value_type> && vector_layout && detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::rmsnorm", exec, x, y, weight, no_bias, detail::run_plan(plan, exec, y),
                                      detail::RmsStats{inv_cols, e});
     }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // layernorm and rmsnorm over the last axis: every ML dtype and row length against float64,
-// with and without weight/bias; constant rows; preconditions.
+// with and without weight/bias; from one storage type into another; constant rows; preconditions.
 #include "common.hpp"
 
 #include "../benchmarks/reference.hpp"
@@ -90,6 +90,39 @@ TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight
       rooftop::rmsnorm(Exec(), empty, empty, eps);
     }
   }
+}
+
+namespace {
+/// layernorm and rmsnorm from X's storage into Y's, against float64: rows of whole lines, enough
+/// of them that each thread's run holds several (the host's row runs fold the next row beside
+/// each output line, which must count a line of output as the same values of input).
+template <class X, class Y>
+void check_across_types() {
+  for (const std::size_t threshold : test::store_thresholds)
+  for (const std::int64_t cols : {64, 768, 4096}) {
+    CAPTURE(threshold);
+    CAPTURE(cols);
+    test::StreamingThreshold stores(threshold);
+    const std::int64_t rows = 64;
+    auto x = test::random_matrix<X>(rows, cols, 2, 4);
+    auto w = test::random_vector<float>(cols, 0.5, 1.5), b = test::random_vector<float>(cols, -1, 1);
+    const auto hx = host(x);
+    auto y = test::poisoned_matrix<Y>(rows, cols);
+    rooftop::layernorm(Exec(), x, y, 1e-5, w, b);
+    check_norm<Y>(normalize_rows(hx, cols, 1e-5, false), cols, host(w), host(b), host(y));
+    y = test::poisoned_matrix<Y>(rows, cols);
+    rooftop::rmsnorm(Exec(), x, y, 1e-5, w);
+    check_norm<Y>(normalize_rows(hx, cols, 1e-5, true), cols, host(w), {}, host(y));
+  }
+}
+}  // namespace
+
+TEST_CASE("layernorm and rmsnorm from one storage type into another match float64") {
+  SUBCASE("fp32 -> bf16") { check_across_types<float, bf16>(); }
+  SUBCASE("fp32 -> fp16") { check_across_types<float, fp16>(); }
+  SUBCASE("bf16 -> fp32") { check_across_types<bf16, float>(); }
+  SUBCASE("fp16 -> fp32") { check_across_types<fp16, float>(); }
+  SUBCASE("bf16 -> fp16") { check_across_types<bf16, fp16>(); }
 }
 
 TEST_CASE_TEMPLATE("layernorm: rows with outliers at the start, in the middle and at the end", T, ROOFTOP_ML_DTYPES) {
