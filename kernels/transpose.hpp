@@ -46,8 +46,8 @@ struct TransposeShape {
   /// (A whole number of register tiles, at least one, for any element size: 12 bytes, say,
   /// takes blocks of 16.)
   template <class T>
-  static constexpr std::int64_t host_block =
-      std::max<std::int64_t>(cpu::tile_edge<T>, static_cast<std::int64_t>(256 / sizeof(T)) / cpu::tile_edge<T> * cpu::tile_edge<T>);  // CPU only
+  static constexpr std::int64_t host_block =  // CPU only
+      std::max<std::int64_t>(cpu::tile_edge<T>, static_cast<std::int64_t>(256 / sizeof(T)) / cpu::tile_edge<T> * cpu::tile_edge<T>);
   /// CPU line tiles (transpose_lines): src rows per group, 128 bytes of each dst row (2 lines,
   /// two line tiles: 16 fp64 rows, 64 two-byte ones), and how far ahead along each src row its
   /// lines are prefetched: two lines (a scratch program, 2 threads, four alternations, GB/s:
