@@ -177,7 +177,8 @@ TEST_CASE_TEMPLATE("transpose: elements of any size", E, Bytes<12>, Bytes<24>, B
   for (const std::size_t threshold : test::store_thresholds) {
     test::StreamingThreshold scoped(threshold);
     const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1, 1}, {13, 29}, {70, 45}, {300, 257}};
-    for (const auto& [rows, cols] : shapes) {
+    for (const auto& shape : shapes) {
+      const std::int64_t rows = shape.first, cols = shape.second;  // not bindings: CAPTURE's lambda takes them (Clang)
       CAPTURE(rows);
       CAPTURE(cols);
       Kokkos::View<E**, BackendMemory> in("in", rows, cols), out("out", cols, rows);
