@@ -59,6 +59,7 @@ using Index = std::int32_t;
 
 template <class T>
 Cost cost(const Shape& s) {
+  rooftop::detail::require_grid_points("spmv", s[0], s[1], s[2]);
   const std::int64_t rows = s[0] * s[1] * s[2];
   return spmv_cost<T, Index>(rows, rows, laplacian_3d_nnz(s[0], s[1], s[2]));
 }

@@ -64,6 +64,14 @@ constexpr void mandate_fp32_math() {
   static_assert(!std::is_same_v<std::remove_const_t<T>, double>, "rooftop: this op computes in fp32; store fp32, bf16 or fp16");
 }
 
+/// The return type (void) of an op's overload that takes an execution space first, there only
+/// where Exec is one: a call without one (Views first, then scalars: `dropout(x, y, 0.1, 42,
+/// 0)`) then never binds a View as the execution space, which made such calls ambiguous or
+/// failed deep inside the op. (In the return type: nvcc's extended lambdas cannot live in a
+/// function template with an unnamed template parameter.)
+template <class Exec>
+using on_exec_space_t = std::enable_if_t<Kokkos::is_execution_space<Exec>::value>;
+
 /// As mandate_input, and the View's value type must not be const.
 template <class Exec, class View, int Rank>
 constexpr void mandate_output() {
@@ -110,14 +118,55 @@ void require_allocated(const char* op, const char* name, const V& v) {
                   " elements: its memory was sized in 32-bit arithmetic (Kokkos 3.4, Views of rank 3 and more)");
 }
 
-/// Precondition of `op` for an output View: no two of its elements share memory, which a span
-/// smaller than the element count makes certain (a stride of 0, or strides that fold it onto
-/// itself). Parallel writes there would race.
+/// A View's dimensions of more than one element, largest stride first, and whether their
+/// strides nest: each larger than the reach of all smaller ones (reach[k]: the largest offset
+/// the dimensions after k add), so that no two elements share memory. A stride of 0 does not
+/// nest; nor do strides that fold a View onto itself, such as (2, 4) for 3x2 elements.
+template <int Rank>
+struct StridedDims {
+  static constexpr int capacity = Rank > 0 ? Rank : 1;
+  std::int64_t stride[capacity]{}, extent[capacity]{}, reach[capacity]{};
+  int count = 0;
+  bool nest = true;
+};
+template <class V>
+StridedDims<static_cast<int>(V::rank)> strided_dims(const V& v) {
+  StridedDims<static_cast<int>(V::rank)> o;
+  for (int d = 0; d < static_cast<int>(V::rank); ++d) {
+    if (v.extent(d) < 2) continue;
+    const auto s = static_cast<std::int64_t>(v.stride(d));
+    int at = o.count++;
+    // (at < capacity always holds: said for g++, which warned of writes past the arrays.)
+    for (; at > 0 && at < o.capacity && o.stride[at - 1] < s; --at) o.stride[at] = o.stride[at - 1], o.extent[at] = o.extent[at - 1];
+    o.stride[at] = s;
+    o.extent[at] = static_cast<std::int64_t>(v.extent(d));
+  }
+  std::int64_t sum = 0;
+  for (int k = o.count - 1; k >= 0; --k) {
+    o.reach[k] = sum;
+    o.nest = o.nest && o.stride[k] > sum;
+    sum += (o.extent[k] - 1) * o.stride[k];
+  }
+  return o;
+}
+
+/// "(4, 1)": a View's strides, for messages.
+template <class V>
+std::string strides_of(const V& v) {
+  std::string s = "(";
+  for (unsigned r = 0; r < static_cast<unsigned>(V::rank); ++r) s += (r ? ", " : "") + std::to_string(v.stride(r));
+  return s + ")";
+}
+
+/// Precondition of `op` for an output View: no two of its elements share memory (its strides
+/// nest, strided_dims): a stride of 0, or strides that fold it onto itself, would make
+/// parallel writes race. (Kokkos's span does not show it: a LayoutStride View's span is its
+/// largest extent times stride, whatever the other strides.)
 template <class V>
 void require_distinct_elements(const char* op, const char* name, const V& v) {
+  ROOFTOP_REQUIRE(v.size() == 0 || strided_dims(v).nest, op, name, " is ", shape_of(v), " with strides ", strides_of(v),
+                  ": some of its elements share memory, and writes to them would race");
   require_allocated(op, name, v);
-  ROOFTOP_REQUIRE(v.span() >= v.size(), op, name, " is ", shape_of(v), " but spans only ", v.span(),
-                  " elements: some of its elements share memory, and writes to them would race");
 }
 
 /// Offset in elements from a View's first element to its last (Views of this library have no
@@ -151,26 +200,12 @@ bool overlap(const X& x, const Y& y) {
     return true;
   } else {
     if ((yb - xb) % x_size != 0) return true;
-    // The dimensions of more than one element, by stride, largest first.
-    std::int64_t stride[rank > 0 ? rank : 1], extent[rank > 0 ? rank : 1];
-    int dims = 0;
-    for (int d = 0; d < rank; ++d) {
+    for (int d = 0; d < rank; ++d)
       if (x.extent(d) != y.extent(d) || x.stride(d) != y.stride(d)) return true;
-      if (x.extent(d) < 2) continue;
-      const auto s = static_cast<std::int64_t>(x.stride(d));
-      int at = dims++;
-      for (; at > 0 && stride[at - 1] < s; --at) stride[at] = stride[at - 1], extent[at] = extent[at - 1];
-      stride[at] = s;
-      extent[at] = static_cast<std::int64_t>(x.extent(d));
-    }
-    // reach[k]: the largest offset the dimensions after k add; nesting: stride[k] > reach[k].
-    std::int64_t reach[rank > 0 ? rank : 1];
-    std::int64_t sum = 0;
-    for (int k = dims - 1; k >= 0; --k) {
-      reach[k] = sum;
-      if (stride[k] <= sum) return true;
-      sum += (extent[k] - 1) * stride[k];
-    }
+    const auto dims_of_x = strided_dims(x);
+    if (!dims_of_x.nest) return true;
+    const std::int64_t *stride = dims_of_x.stride, *extent = dims_of_x.extent, *reach = dims_of_x.reach;
+    const int dims = dims_of_x.count;
     // Whether r = sum of delta_k stride[k] over k >= level, |delta_k| < extent[k]: at each level
     // only the two multiples of stride[k] around r can leave a remainder the rest can reach.
     auto reachable = [&](auto&& self, int level, std::int64_t r) -> bool {

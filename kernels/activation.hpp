@@ -556,7 +556,7 @@ constexpr Cost relu_cost(std::int64_t n) { return detail::unary_cost<T>(n, 1); }
 
 /// y = GELU(x), tanh form (default) or erf form. Throws rooftop::Error if the extents differ.
 template <class Exec, class X, class Y>
-void gelu(const Exec& exec, const X& x, const Y& y, Gelu form = Gelu::tanh) {
+on_exec_space_t<Exec> gelu(const Exec& exec, const X& x, const Y& y, Gelu form = Gelu::tanh) {
   detail::with_gelu(form, [&](auto g) {
     constexpr auto work = std::is_same_v<decltype(g), detail::GeluTanh> ? detail::Work::exp : detail::Work::heavy;
     detail::map_elements<work>("rooftop::gelu", "gelu", exec, x, y, g);
@@ -606,7 +606,7 @@ constexpr Cost bias_add_cost(std::int64_t rows, std::int64_t cols) { return deta
 /// y(r, c) = GELU(x(r, c) + bias(c)) in one pass. Throws rooftop::Error if the extents do not
 /// match.
 template <class Exec, class X, class B, class Y>
-void bias_gelu(const Exec& exec, const X& x, const B& bias, const Y& y, Gelu form = Gelu::tanh) {
+on_exec_space_t<Exec> bias_gelu(const Exec& exec, const X& x, const B& bias, const Y& y, Gelu form = Gelu::tanh) {
   detail::with_gelu(form, [&](auto g) {
     detail::map_rows_with_bias<false>("rooftop::bias_gelu", "bias_gelu", exec, x, bias, y, detail::Pointwise<decltype(g)>{g});
   });

@@ -717,11 +717,9 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
 /// and O and (batch, heads, seq_k, head_dim) K and V. Causal masks are top-left aligned (key
 /// j visible to query i iff j <= i, as PyTorch's is_causal). Throws rooftop::Error if the
 /// extents do not match or head_dim exceeds attention_max_head_dim.
-// (SFINAE in the return type: nvcc's extended lambdas cannot live in a function template with
-// an unnamed template parameter.)
 template <class Exec, class Q, class K, class V, class O>
-std::enable_if_t<Kokkos::is_execution_space<Exec>::value> attention(const Exec& exec, const Q& q, const K& k, const V& v,
-                                                                    const O& o, float scale, bool causal) {
+on_exec_space_t<Exec> attention(const Exec& exec, const Q& q, const K& k, const V& v, const O& o, float scale,
+                                bool causal) {
   mandate_input<Exec, Q, 4>();
   mandate_input<Exec, K, 4>();
   mandate_input<Exec, V, 4>();

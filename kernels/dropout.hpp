@@ -458,7 +458,8 @@ inline void require_probability(const char* op, double p) {
 /// y(i) = x(i) / (1 - p) if element i is kept, else 0 (see DropoutMask). Throws rooftop::Error
 /// if the extents differ or p is outside [0, 1].
 template <class Exec, class X, class Y>
-void dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t seed, std::uint64_t offset = 0) {
+on_exec_space_t<Exec> dropout(const Exec& exec, const X& x, const Y& y, double p, std::uint64_t seed,
+                              std::uint64_t offset = 0) {
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
   using T = typename Y::value_type;
@@ -532,8 +533,8 @@ constexpr Cost dropout_cost(std::int64_t n) { return detail::unary_cost<T>(n, 1)
 /// is number r * cols + c for the mask), without the two intermediates in memory. Throws
 /// rooftop::Error if the extents do not match or p is outside [0, 1].
 template <class Exec, class X, class B, class Y>
-void bias_gelu_dropout(const Exec& exec, const X& x, const B& bias, const Y& y, double p, std::uint64_t seed,
-                       std::uint64_t offset = 0, Gelu form = Gelu::tanh) {
+on_exec_space_t<Exec> bias_gelu_dropout(const Exec& exec, const X& x, const B& bias, const Y& y, double p,
+                                        std::uint64_t seed, std::uint64_t offset = 0, Gelu form = Gelu::tanh) {
   detail::require_probability("bias_gelu_dropout", p);
   const DropoutMask mask(p, seed, offset);
   const auto cols = static_cast<std::uint64_t>(x.extent(1));  // (rows, cols), checked by map_rows_with_bias

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace rooftop {
@@ -250,7 +251,8 @@ struct RmsStats {
 /// of the first 16 values. (dev2 - dev^2 / n) cancels about log2(dev2 / (n var)) bits, so
 /// where the shift lies more than a standard deviation from the mean (dev^2 / n > dev2 / 2)
 /// finish takes the deviations from the mean in a second pass, as the portable code always
-/// does.
+/// does; so it does where dev^2 / n overflows (a row with entries beyond about 1.8e19), whose
+/// one-pass variance would be inf - inf, NaN, where the portable code's is inf (scale 0).
 struct LayerStats {
   float inv_cols, eps;
   using Fold = cpu::RowDeviationSums;
@@ -262,7 +264,8 @@ struct LayerStats {
   template <class T>
   [[gnu::always_inline]] NormScale finish(const Fold& f, const T* in, std::int64_t cols) const {
     float mean0 = f.shift_one, dev = f.deviations(), dev2 = f.squared();
-    if (dev * dev * inv_cols > 0.5f * dev2) {
+    const float cancelled = dev * dev * inv_cols;
+    if (cancelled > 0.5f * dev2 || cancelled == std::numeric_limits<float>::infinity()) {
       mean0 += dev * inv_cols;
       Fold again(mean0);
       cpu::detail::fold_row(in, cols, again);
@@ -411,7 +414,7 @@ inline constexpr bool rows_line_up = sizeof(typename X::value_type) == sizeof(ty
 /// LayerNorm over the last axis of (rows, cols) x into y, with optional (cols) weight and bias
 /// (empty Views for none). Throws rooftop::Error if the extents do not match or eps < 0.
 template <class Exec, class X, class Y, class W, class B>
-void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight, const B& bias) {
+on_exec_space_t<Exec> layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight, const B& bias) {
   detail::require_norm_args<Exec>("layernorm", x, y, weight, "weight", eps);
   detail::require_norm_args<Exec>("layernorm", x, y, bias, "bias", eps);
   // Rows in the host vector code read x and the parameters in place: no scratch row for them,
@@ -483,13 +486,17 @@ void layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& we
   }
 }
 template <class Exec, class X, class Y>
-void layernorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-5) {
+on_exec_space_t<Exec> layernorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-5) {
   const Kokkos::View<const typename Y::value_type*, typename Y::memory_space> none;
   layernorm(exec, x, y, eps, none, none);
 }
 template <class X, class Y, class W, class B>
 void layernorm(const X& x, const Y& y, double eps, const W& weight, const B& bias) {
   layernorm(typename Y::execution_space{}, x, y, eps, weight, bias);
+}
+template <class X, class Y>
+void layernorm(const X& x, const Y& y, double eps = 1e-5) {
+  layernorm(typename Y::execution_space{}, x, y, eps);
 }
 
 /// Cost of layernorm over (rows, cols) of T with weight and bias: 10 FLOPs per entry (add for
@@ -505,7 +512,7 @@ constexpr Cost layernorm_cost(std::int64_t rows, std::int64_t cols) {
 /// RMSNorm over the last axis of (rows, cols) x into y, with optional (cols) weight (empty
 /// View for none). Throws rooftop::Error if the extents do not match or eps < 0.
 template <class Exec, class X, class Y, class W>
-void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight) {
+on_exec_space_t<Exec> rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight) {
   detail::require_norm_args<Exec>("rmsnorm", x, y, weight, "weight", eps);
   const Kokkos::View<const float*, typename Y::memory_space> no_bias;
   const bool vector_layout =
@@ -564,12 +571,16 @@ void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weig
   }
 }
 template <class Exec, class X, class Y>
-void rmsnorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-6) {
+on_exec_space_t<Exec> rmsnorm(const Exec& exec, const X& x, const Y& y, double eps = 1e-6) {
   rmsnorm(exec, x, y, eps, Kokkos::View<const typename Y::value_type*, typename Y::memory_space>());
 }
 template <class X, class Y, class W>
 void rmsnorm(const X& x, const Y& y, double eps, const W& weight) {
   rmsnorm(typename Y::execution_space{}, x, y, eps, weight);
+}
+template <class X, class Y>
+void rmsnorm(const X& x, const Y& y, double eps = 1e-6) {
+  rmsnorm(typename Y::execution_space{}, x, y, eps);
 }
 
 /// Cost of rmsnorm over (rows, cols) of T with weight: 4 FLOPs per entry (multiply-add for the

@@ -372,6 +372,7 @@ void spmv(const Exec& exec, double alpha, const Csr<T, Index, Memory>& A, const 
                   " columns");
   ROOFTOP_REQUIRE(static_cast<std::int64_t>(y.extent(0)) == A.rows, "spmv", "y is ", y.extent(0), " but A has ", A.rows,
                   " rows");
+  detail::require_distinct_elements("spmv", "y", y);
   if (A.rows == 0) return;
   using C = compute_t<T>;
   const C a = static_cast<C>(alpha), b = static_cast<C>(beta);
@@ -420,13 +421,21 @@ constexpr std::int64_t laplacian_3d_nnz(std::int64_t nx, std::int64_t ny, std::i
 constexpr std::int64_t laplacian_2d_nnz(std::int64_t nx, std::int64_t ny) { return laplacian_3d_nnz(nx, ny, 1); }
 
 namespace detail {
+/// Precondition of `op` on an (nx, ny, nz) grid's Laplacian: extents not negative, and its
+/// points (rows) and entries (7 a point at most) counted in 64 bits without wrapping.
+inline void require_grid_points(const char* op, std::int64_t nx, std::int64_t ny, std::int64_t nz) {
+  ROOFTOP_REQUIRE(nx >= 0 && ny >= 0 && nz >= 0, op, "grid extents must not be negative (", nx, "x", ny, "x", nz, ")");
+  ROOFTOP_REQUIRE(static_cast<double>(nx) * static_cast<double>(ny) * static_cast<double>(nz) <= 1e18, op, "a grid of ", nx, "x",
+                  ny, "x", nz, " points is beyond 64-bit row and entry counts");
+}
+
 /// The Laplacian stencil on an (nx, ny, nz) grid, points numbered x fastest (row (k*ny + j)*nx
 /// + i); diag on the diagonal, -1 for each neighbour inside the grid (Dirichlet: neighbours
 /// outside are dropped), columns ascending.
 template <class T, class Index, class Exec>
 Csr<T, Index, typename Exec::memory_space> laplacian(const char* op, const Exec& exec, std::int64_t nx, std::int64_t ny,
                                                      std::int64_t nz, float diag) {
-  ROOFTOP_REQUIRE(nx >= 0 && ny >= 0 && nz >= 0, op, "grid extents must not be negative (", nx, "x", ny, "x", nz, ")");
+  require_grid_points(op, nx, ny, nz);
   const std::int64_t rows = nx * ny * nz, nnz = laplacian_3d_nnz(nx, ny, nz);
   require_indexable<Index>(op, rows, rows, nnz);
   Csr<T, Index, typename Exec::memory_space> A(rows, rows, nnz);

@@ -44,6 +44,23 @@ TEST_CASE_TEMPLATE("dropout keeps 1 - p of the elements, scaled by 1 / (1 - p), 
   }
 }
 
+TEST_CASE("dropout and bias_gelu_dropout without an execution space take seeds and offsets of any integer type") {
+  // The overloads that take one first are there only for execution spaces: with int or unsigned
+  // seeds these calls were ambiguous (a compile error).
+  const std::int64_t rows = 7, cols = 300;
+  auto x = test::random_matrix<float>(rows, cols, -2, 2);
+  auto bias = test::random_vector<float>(cols, -1, 1);
+  auto a = test::poisoned_matrix<float>(rows, cols), b = test::poisoned_matrix<float>(rows, cols);
+  rooftop::bias_gelu_dropout(x, bias, a, 0.25, 42, 3);
+  rooftop::bias_gelu_dropout(Exec(), x, bias, b, 0.25, std::uint64_t{42}, std::uint64_t{3});
+  CHECK(host(a) == host(b));
+  const test::Vector<const float> flat_x(x.data(), x.size());
+  auto c = test::poisoned_vector<float>(rows * cols), d = test::poisoned_vector<float>(rows * cols);
+  rooftop::dropout(flat_x, c, 0.25, 42u, 3);
+  rooftop::dropout(Exec(), flat_x, d, 0.25, std::uint64_t{42}, std::uint64_t{3});
+  CHECK(host(c) == host(d));
+}
+
 TEST_CASE("dropout's mask is a pure function of (seed, offset, index)") {
   const std::int64_t n = 100003;
   auto x = test::random_vector<float>(n, 0.5, 1.5);

@@ -399,13 +399,30 @@ TEST_CASE("gemm: mismatched extents are an error naming them") {
   Kokkos::View<float***, BackendMemory> a5("a", 2, 4, 5), b5("b", 2, 5, 7), c5("c", 1, 4, 7);
   const Kokkos::View<float***, Kokkos::LayoutStride, BackendMemory> c_shared(c5.data(), Kokkos::LayoutStride(2, 0, 4, 7, 7, 1));
   CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a5, Trans::none, b5, c_shared),
-                       "gemm: C is 2x4x7 but spans only 28 elements: some of its elements share memory, and writes to them "
-                       "would race",
+                       "gemm: C is 2x4x7 with strides (0, 7, 1): some of its elements share memory, and writes to them would race",
                        rooftop::Error);
-  // Likewise the rows of a rank-2 C with a row stride of 0.
-  const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> c_rows_shared(c5.data(), Kokkos::LayoutStride(4, 0, 7, 1));
-  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a, Trans::transpose, random_mat<float, Kokkos::LayoutRight>(7, 5), c_rows_shared),
-                       "gemm: C is 4x7 but spans only 7 elements: some of its elements share memory, and writes to them would race",
+  // Likewise with padded rows, whose stride gives the View a span of 64 (Kokkos's span of a
+  // LayoutStride View is its largest extent times stride, whatever the others).
+  Kokkos::View<float*, BackendMemory> padded("padded", 64);
+  const Kokkos::View<float***, Kokkos::LayoutStride, BackendMemory> c_padded_shared(padded.data(),
+                                                                                    Kokkos::LayoutStride(2, 0, 4, 16, 7, 1));
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a5, Trans::none, b5, c_padded_shared),
+                       "gemm: C is 2x4x7 with strides (0, 16, 1): some of its elements share memory, and writes to them would race",
+                       rooftop::Error);
+  // Likewise the rows of a rank-2 C with a row stride of 0, with unit or larger column strides,
+  // and a C folded onto itself without a stride of 0 (C(2, 0) is C(0, 1)).
+  const auto b75 = random_mat<float, Kokkos::LayoutRight>(7, 5);
+  for (const int col_stride : {1, 4}) {
+    const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> c_rows_shared(padded.data(),
+                                                                                   Kokkos::LayoutStride(4, 0, 7, col_stride));
+    const std::string message = "gemm: C is 4x7 with strides (0, " + std::to_string(col_stride) +
+                                "): some of its elements share memory, and writes to them would race";
+    CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a, Trans::transpose, b75, c_rows_shared), message.c_str(), rooftop::Error);
+  }
+  const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> c_folded(padded.data(), Kokkos::LayoutStride(3, 2, 2, 4));
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, random_mat<float, Kokkos::LayoutRight>(3, 5),
+                            Trans::none, random_mat<float, Kokkos::LayoutRight>(5, 2), c_folded),
+                       "gemm: C is 3x2 with strides (2, 4): some of its elements share memory, and writes to them would race",
                        rooftop::Error);
   // Kokkos 3.4 gives a 2 x 65536 x 32768 View (2^32 elements) a span of 0 and no memory (see
   // require_allocated); a Kokkos that sizes it right would allocate 16 GB: then no check.

@@ -417,6 +417,70 @@ TEST_CASE_TEMPLATE("a NaN or an infinity in a row: layernorm's row all NaN, rmsn
         }
 }
 
+TEST_CASE_TEMPLATE("rows whose squares overflow fp32: layernorm gives the bias, rmsnorm 0", T, float, bf16) {
+  // One entry of 1e20 or -3e19 (squares beyond FLT_MAX; fp16 cannot hold them) in row 1, inside
+  // and outside the one-pass shift's first 16 values, rows of 13 to 4099 (the vector paths'
+  // one pass, the row runs, the portable rows): the variance is inf, the scale 0, so every
+  // entry of the row is exactly the bias (0 without one). Rows 0 and 2 are normalized as usual.
+  for (const std::size_t threshold : test::store_thresholds)
+    for (const std::int64_t cols : {13, 17, 64, 768, 4099})
+      for (const std::int64_t at : {std::int64_t{0}, std::int64_t{5}, cols - 1})
+        for (const float big : {1e20f, -3e19f}) {
+          CAPTURE(threshold);
+          CAPTURE(cols);
+          CAPTURE(at);
+          CAPTURE(big);
+          test::StreamingThreshold stores(threshold);
+          const auto x = test::random_matrix<T>(3, cols, -3, 3);
+          {
+            auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+            h(1, at) = T(big);
+            Kokkos::deep_copy(x, h);
+          }
+          const auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+          const auto hb = host(b);
+          for (const bool rms : {false, true})
+            for (const bool affine : {false, true}) {
+              CAPTURE(rms);
+              CAPTURE(affine);
+              auto y = test::poisoned_matrix<T>(3, cols);
+              if (rms) {
+                if (affine) rooftop::rmsnorm(Exec(), x, y, 1e-6, w);
+                else rooftop::rmsnorm(Exec(), x, y, 1e-6);
+              } else {
+                if (affine) rooftop::layernorm(Exec(), x, y, 1e-5, w, b);
+                else rooftop::layernorm(Exec(), x, y, 1e-5);
+              }
+              const auto hy = host(y);
+              for (std::int64_t c = 0; c < cols; ++c) {
+                CAPTURE(c);
+                REQUIRE(hy[cols + c] == (affine && !rms ? hb[c] : 0.0));
+                REQUIRE(std::isfinite(hy[c]));
+                REQUIRE(std::isfinite(hy[2 * cols + c]));
+              }
+            }
+        }
+}
+
+TEST_CASE("layernorm and rmsnorm without an execution space, with or without eps") {
+  // These bound x as the execution space (no overload without one took eps alone): a compile
+  // error deep inside the op.
+  auto x = test::random_matrix<float>(5, 200, -2, 2);
+  auto a = test::poisoned_matrix<float>(5, 200), b = test::poisoned_matrix<float>(5, 200);
+  rooftop::layernorm(x, a, 1e-3);
+  rooftop::layernorm(Exec(), x, b, 1e-3);
+  CHECK(host(a) == host(b));
+  rooftop::layernorm(x, a);
+  rooftop::layernorm(Exec(), x, b);
+  CHECK(host(a) == host(b));
+  rooftop::rmsnorm(x, a, 1e-3);
+  rooftop::rmsnorm(Exec(), x, b, 1e-3);
+  CHECK(host(a) == host(b));
+  rooftop::rmsnorm(x, a);
+  rooftop::rmsnorm(Exec(), x, b);
+  CHECK(host(a) == host(b));
+}
+
 TEST_CASE("preconditions: norms name the op and extents") {
   auto x = test::random_matrix<float>(4, 8), y = test::poisoned_matrix<float>(4, 7);
   auto w8 = test::random_vector<float>(8), w7 = test::random_vector<float>(7);

@@ -345,6 +345,11 @@ TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and
                        rooftop::Error);
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), A, x, test::poisoned_vector<float>(12)), "spmv: y is 12 but A has 11 rows",
                        rooftop::Error);
+  // A y whose entries share memory (a stride of 0) would be written by several threads at once.
+  const Kokkos::View<float*, Kokkos::LayoutStride, BackendMemory> y_shared(y.data(), Kokkos::LayoutStride(11, 0));
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), A, x, y_shared),
+                       "spmv: y is 11 with strides (0): some of its elements share memory, and writes to them would race",
+                       rooftop::Error);
   auto bad = A;
   bad.rows = 10;
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, test::poisoned_vector<float>(10)),
@@ -362,6 +367,10 @@ TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and
                        rooftop::Error);
   CHECK_THROWS_WITH_AS((laplacian_2d<float, std::int32_t>(Exec(), -1, 3)),
                        "laplacian_2d: grid extents must not be negative (-1x3x1)", rooftop::Error);
+  // Points beyond 64-bit counts are refused before the products wrap (they wrapped to 0 rows).
+  CHECK_THROWS_WITH_AS((laplacian_3d<float, std::int64_t>(Exec(), 4194304, 4194304, 4194304)),
+                       "laplacian_3d: a grid of 4194304x4194304x4194304 points is beyond 64-bit row and entry counts",
+                       rooftop::Error);
 
   using V = std::vector<std::int32_t>;
   CHECK_THROWS_WITH_AS((csr_from_host<float, std::int32_t, Memory>(2, 3, V{0, 1}, V{0}, {1.0})),

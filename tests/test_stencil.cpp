@@ -205,6 +205,14 @@ TEST_CASE("preconditions: stencil names the op and extents") {
   const auto in5 = Kokkos::subview(in, Kokkos::ALL, Kokkos::ALL, std::make_pair(0, 5));
   CHECK_THROWS_WITH_AS(rooftop::stencil(Exec(), in5, shifted, 0.5, 0.1),
                        "stencil: in and out overlap (both 4x5x5); a Jacobi sweep needs a separate output", rooftop::Error);
+  // An out whose planes share memory (a stride of 0 beside larger ones: Kokkos's span of 27
+  // does not show it) would be written by several threads at once.
+  const auto in3 = random_grid<float>(3, 3, 3);
+  Kokkos::View<float*, BackendMemory> plane("plane", 9);
+  const Kokkos::View<float***, Kokkos::LayoutStride, BackendMemory> planes_shared(plane.data(), Kokkos::LayoutStride(3, 0, 3, 3, 3, 1));
+  CHECK_THROWS_WITH_AS(rooftop::stencil(Exec(), in3, planes_shared, 0.5, 0.1),
+                       "stencil: out is 3x3x3 with strides (0, 3, 1): some of its elements share memory, and writes to them would race",
+                       rooftop::Error);
 }
 
 // Kokkos 3.4 sizes a 2048 x 2048 x 1024 LayoutRight View (2^32 elements) in 32-bit arithmetic:

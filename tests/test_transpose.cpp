@@ -156,12 +156,21 @@ TEST_CASE("preconditions: transpose names the op and extents") {
   // An out whose rows share memory (a row stride of 0) would be written by several threads at once.
   Kokkos::View<float*, BackendMemory> row("row", 3);
   const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> rows_shared(row.data(), Kokkos::LayoutStride(5, 0, 3, 1));
-  for (const bool tiled : {true, false})
+  // Likewise with a column stride that gives the View a span of 9 (Kokkos's span of a
+  // LayoutStride View is its largest extent times stride, whatever the others).
+  Kokkos::View<float*, BackendMemory> spread("spread", 9);
+  const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> spread_shared(spread.data(), Kokkos::LayoutStride(5, 0, 3, 3));
+  for (const bool tiled : {true, false}) {
+    const std::string name = tiled ? "transpose" : "transpose_naive";
     CHECK_THROWS_WITH_AS(run(tiled, in, rows_shared),
-                         (std::string(tiled ? "transpose" : "transpose_naive") +
-                          ": out is 5x3 but spans only 3 elements: some of its elements share memory, and writes to them would race")
+                         (name + ": out is 5x3 with strides (0, 1): some of its elements share memory, and writes to them would race")
                              .c_str(),
                          rooftop::Error);
+    CHECK_THROWS_WITH_AS(run(tiled, in, spread_shared),
+                         (name + ": out is 5x3 with strides (0, 3): some of its elements share memory, and writes to them would race")
+                             .c_str(),
+                         rooftop::Error);
+  }
 }
 
 namespace {
