@@ -15,24 +15,33 @@ using namespace rooftop::harness;
 
 namespace {
 
+/// Benchmarks whose output failed verification (main's exit status).
+int failed = 0;
+
 void run_op(benchmark::State& state, const OpSpec* spec, DType dtype, const Shape& shape, const Ceilings* ceilings) {
   Exec exec;
   OpInstance inst = spec->make(exec, dtype, shape, 0x5eed + static_cast<std::uint64_t>(shape[0]));
   inst.run();  // warm-up (first touch, caches)
-  for (auto _ : state) state.SetIterationTime(time_fenced(exec, inst.run));
+  double seconds = 0;  // the manual times' sum
+  for (auto _ : state) {
+    const double t = time_fenced(exec, inst.run);
+    state.SetIterationTime(t);
+    seconds += t;
+  }
   const std::string error = inst.verify();
   if (!error.empty()) {
+    ++failed;
     state.SkipWithError(error.c_str());
     return;
   }
-  // Rates over the manual time: value * iterations / seconds. Values are in 1e9 units, so the
-  // counters read directly as decimal GB/s and GFLOP/s.
-  using C = benchmark::Counter;
-  state.counters["GB/s"] = C(inst.cost.bytes * 1e-9, C::kIsIterationInvariantRate);
-  state.counters["GFLOP/s"] = C(inst.cost.flops * 1e-9, C::kIsIterationInvariantRate);
-  state.counters["AI"] = C(inst.cost.ai());
-  // roof_frac = roof time / measured time (as in the harness), as a rate of roof seconds.
-  state.counters["roof_frac"] = C(ceilings->roof_seconds(inst.cost, dtype, inst.matrix_units), C::kIsIterationInvariantRate);
+  // Over the mean manual time, in decimal GB/s and GFLOP/s (plain counters: Google Benchmark
+  // would print its rates with another "/s"); roof_frac = roof time / measured time, as in
+  // the harness.
+  const double mean = seconds / static_cast<double>(state.iterations());
+  state.counters["GB/s"] = inst.cost.bytes * 1e-9 / mean;
+  state.counters["GFLOP/s"] = inst.cost.flops * 1e-9 / mean;
+  state.counters["AI"] = inst.cost.ai();
+  state.counters["roof_frac"] = ceilings->roof_seconds(inst.cost, dtype, inst.matrix_units) / mean;
 }
 
 }  // namespace
@@ -41,6 +50,7 @@ int main(int argc, char** argv) {
   Kokkos::ScopeGuard kokkos(argc, argv);
   const std::string pages = use_huge_pages_for_host_views();  // as the harness does by default
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;  // a misspelt filter would run everything
   Exec exec;
   std::fprintf(stderr, "rooftop_bench: measuring ceilings (quick)...\n");
   static const Ceilings ceilings = [&] {
@@ -57,10 +67,10 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("ceiling_llc_gbs", std::to_string(ceilings.bandwidth_gbs.at("llc")));
   benchmark::AddCustomContext("ceiling_fp32_gflops", std::to_string(ceilings.peak_gflops_fp32));
   benchmark::AddCustomContext("ceiling_fp64_gflops", std::to_string(ceilings.peak_gflops_fp64));
-  if (ceilings.peak_gflops_bf16_matrix > 0) {
+  if (ceilings.peak_gflops_bf16_matrix > 0)
     benchmark::AddCustomContext("ceiling_bf16_matrix_gflops", std::to_string(ceilings.peak_gflops_bf16_matrix));
+  if (ceilings.peak_gflops_fp16_matrix > 0)
     benchmark::AddCustomContext("ceiling_fp16_matrix_gflops", std::to_string(ceilings.peak_gflops_fp16_matrix));
-  }
   benchmark::AddCustomContext("launch_overhead_us", std::to_string(ceilings.launch_overhead_us));
 
   // One table: ops x dtypes x the harness's working sets (cache-resident and main memory).
@@ -73,7 +83,12 @@ int main(int argc, char** argv) {
           benchmark::RegisterBenchmark(name.c_str(), run_op, &spec, d, shape, &ceilings)->UseManualTime()->Unit(benchmark::kMicrosecond);
         }
       }
-  benchmark::RunSpecifiedBenchmarks();
+  const std::size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return 0;
+  if (ran == 0) {
+    std::fprintf(stderr, "rooftop_bench: no benchmark matches the filter\n");
+    return 2;
+  }
+  if (failed) std::fprintf(stderr, "rooftop_bench: %d benchmark(s) failed verification\n", failed);
+  return failed ? 1 : 0;
 }

@@ -38,6 +38,7 @@ OpInstance stencil_instance(const Exec& exec, const Shape& s, std::uint64_t seed
   OpInstance op;
   op.cost = stencil_cost<T>(nx, ny, nz);
   op.shape = s;
+  op.streamable_output_bytes = view_bytes(out);
   op.run = [=] { rooftop::stencil(exec, in, out, stencil_c0, stencil_c1); };
   op.verify = [=]() -> std::string {
     const auto hi = to_host_flat(in), ho = to_host_flat(out);
@@ -77,6 +78,7 @@ OpInstance transpose_instance(const Exec& exec, const Shape& s, std::uint64_t se
   OpInstance op;
   op.cost = transpose_cost<T>(rows, cols);
   op.shape = s;
+  op.streamable_output_bytes = view_bytes(out);
   op.run = [=] { run(exec, in, out); };
   op.verify = [=]() -> std::string {
     const auto hi = to_host_flat(in), ho = to_host_flat(out);

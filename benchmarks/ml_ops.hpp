@@ -61,6 +61,7 @@ OpInstance unary(const Exec& exec, std::int64_t n, std::uint64_t seed, Cost cost
   OpInstance op;
   op.cost = cost;
   op.shape = {n};
+  op.streamable_output_bytes = view_bytes(y);
   op.run = [=] { run(exec, x, y); };
   op.verify = [=]() -> std::string {
     const auto hx = detail::to_host(x), hy = detail::to_host(y);
@@ -91,6 +92,7 @@ OpInstance bias_chain(const Exec& exec, const Shape& shape, std::uint64_t seed, 
   OpInstance op;
   op.cost = cost;
   op.shape = shape;
+  op.streamable_output_bytes = view_bytes(y);
   op.run = [=] { run(exec, x, bias, y, mask, seed); };
   op.verify = [=]() -> std::string {
     const auto hx = to_host_flat(x), hb = detail::to_host(bias), hy = to_host_flat(y);
@@ -123,6 +125,7 @@ OpInstance rowwise(const Exec& exec, const Shape& shape, std::uint64_t seed, Cos
   OpInstance op;
   op.cost = cost;
   op.shape = shape;
+  op.streamable_output_bytes = view_bytes(y);
   op.run = [=] { run(exec, x, w, b, y); };
   op.verify = [=]() -> std::string {
     const auto hx = to_host_flat(x), hy = to_host_flat(y), hw = detail::to_host(w), hb = detail::to_host(b);
@@ -252,6 +255,7 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
           OpInstance op;
           op.cost = embedding_cost<T, std::int64_t>(tokens, dim);
           op.shape = s;
+          op.streamable_output_bytes = view_bytes(out);
           op.run = [=] { rooftop::embedding(e, table, ids, out); };
           op.verify = [=]() -> std::string {
             const auto ht = to_host_flat(table), ho = to_host_flat(out);

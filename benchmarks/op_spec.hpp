@@ -32,7 +32,17 @@ struct OpInstance {
   std::function<void()> run;            // one call of the op
   std::function<std::string()> verify;  // "" if the last run's output is right, else what is wrong
   bool matrix_units = false;            // its FLOPs run on the matrix units (Ceilings::peak_for)
+  // Bytes of its output where its kernel may write it with streaming stores (host x86, from
+  // streaming_store_threshold()); 0 for ops that never stream (reductions, gemm, attention,
+  // spmv). --compare-stores times only results whose output reaches the threshold.
+  double streamable_output_bytes = 0;
 };
+
+/// The bytes a View's elements span.
+template <class V>
+double view_bytes(const V& v) {
+  return static_cast<double>(v.span()) * sizeof(typename V::value_type);
+}
 
 using Shape = std::vector<std::int64_t>;
 
@@ -106,6 +116,7 @@ OpInstance elementwise(const Exec& exec, std::int64_t n, std::uint64_t seed, int
   OpInstance op;
   op.cost = cost;
   op.shape = {n};
+  op.streamable_output_bytes = view_bytes(out);
   op.run = [=] { run(exec, a, b, out); };
   op.verify = [=]() -> std::string {
     const auto ha = to_host(a), hb = to_host(b), ho = to_host(out);

@@ -34,6 +34,7 @@ struct Result {
   std::string bound;     // "memory" or "compute"
   bool cache_resident = false;
   bool matrix_units = false;  // held to the matrix units' peak (tensor cores)
+  double streamable_output_bytes = 0;  // OpInstance's (not reported)
   bool verified = false;
   std::string verify_error;
 };
@@ -221,10 +222,13 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   return o.str();
 }
 
-/// Writes `text` to `path`; throws std::runtime_error naming the path on failure.
+/// Writes `text` to `path`; throws std::runtime_error naming the path on failure, including a
+/// failure that shows only when the buffered text is flushed on closing (a full disk).
 inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path);
-  if (!(f << text)) throw std::runtime_error("cannot write " + path);
+  f << text;
+  f.close();
+  if (!f) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace rooftop::harness

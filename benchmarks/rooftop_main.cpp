@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -243,7 +244,8 @@ std::string first_paragraph(const char* what) {
 }
 
 struct Options {
-  std::string ops;  // empty: every op
+  std::string ops;  // not given: every op
+  bool ops_given = false;
   std::string dtypes = "fp64,fp32,bf16,fp16";
   std::string out = "results";
   std::vector<std::int64_t> sizes;
@@ -270,10 +272,20 @@ void print_row(const char* tag, const Result& r) {
 
 int run(Options opt) {
   if (opt.rounds <= 0) opt.rounds = opt.quick ? 1 : 2;
-  std::vector<const OpSpec*> ops;
-  if (opt.ops.empty())
+  if (!opt.ops_given)
     for (const auto& o : op_table()) opt.ops += (opt.ops.empty() ? "" : ",") + o.name;
-  for (const auto& name : split(opt.ops)) {
+  // The lists as given, each name once: a name given twice is refused (it would run, and pair
+  // in the fusion's side by side, twice).
+  auto names = [](const std::string& list, const char* option) {
+    const std::vector<std::string> out = split(list);
+    if (out.empty()) throw std::invalid_argument(std::string(option) + " names nothing to run");
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(i), out[i]) != out.begin() + static_cast<std::ptrdiff_t>(i))
+        throw std::invalid_argument(std::string(option) + " names '" + out[i] + "' twice");
+    return out;
+  };
+  std::vector<const OpSpec*> ops;
+  for (const auto& name : names(opt.ops, "--ops")) {
     const OpSpec* s = find_op(name);
     if (!s) {
       std::string known;
@@ -283,13 +295,24 @@ int run(Options opt) {
     ops.push_back(s);
   }
   std::vector<DType> dtypes;
-  for (const auto& d : split(opt.dtypes)) dtypes.push_back(parse_dtype(d));
+  for (const auto& d : names(opt.dtypes, "--dtypes")) dtypes.push_back(parse_dtype(d));
+  // Checked now, not after the ceilings' minute: at least one op runs in one of the dtypes.
+  if (std::none_of(ops.begin(), ops.end(), [&](const OpSpec* s) {
+        return std::any_of(dtypes.begin(), dtypes.end(),
+                           [&](DType d) { return std::find(s->dtypes.begin(), s->dtypes.end(), d) != s->dtypes.end(); });
+      }))
+    throw std::invalid_argument("nothing to run: none of the ops supports the dtypes asked for");
   std::filesystem::create_directories(opt.out);
-  {
-    // Checked now, not after a sweep of many minutes: the report must be writable.
-    const std::string probe = opt.out + "/.rooftop-write-test";
-    if (!std::ofstream(probe)) throw std::invalid_argument("cannot write to the output directory '" + opt.out + "' (--out)");
-    std::filesystem::remove(probe);
+  const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
+  // Checked now, not after a sweep of many minutes: each of the report's files must be
+  // writable (opened to append, so an earlier report stays until it is replaced; a file this
+  // made is removed again).
+  const std::string report_paths[] = {json_path, csv_path, svg_path};
+  for (const std::string& path : report_paths) {
+    const bool existed = std::filesystem::exists(path);
+    if (!std::ofstream(path, std::ios::app))
+      throw std::invalid_argument("cannot write " + path + " (--out '" + opt.out + "')");
+    if (!existed) std::filesystem::remove(path);
   }
   const std::uint64_t seed = opt.seed_given ? opt.seed : std::random_device{}();
 
@@ -354,7 +377,7 @@ int run(Options opt) {
             for (const Shape& shape : s->shapes_for(d, ws)) shapes.push_back(shape);
       for (const Shape& shape : shapes) plan.push_back({s, d, shape});
     }
-  if (plan.empty()) throw std::invalid_argument("nothing to run: none of the ops supports the dtypes asked for");
+  if (plan.empty()) throw std::invalid_argument("nothing to run: none of the ops has a shape for the sizes asked for");
 
   std::vector<Result> results(plan.size());
   std::vector<int> failed(plan.size(), 0);
@@ -371,7 +394,6 @@ int run(Options opt) {
       }
     return done;
   };
-  const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
   // The report of the rounds done so far: written after every round, so that a long run
   // stopped part way keeps what it measured.
   auto write_report = [&](const std::vector<Result>& done, int rounds_done, const nlohmann::json& fusion,
@@ -414,6 +436,7 @@ int run(Options opt) {
         r.shape = inst.shape;
         r.cost = inst.cost;
         r.matrix_units = inst.matrix_units;
+        r.streamable_output_bytes = inst.streamable_output_bytes;
         r.paired_bandwidth_gbs = round > 0 ? results[k].paired_bandwidth_gbs : 0;
         r.timing = bandwidth.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps,
                                               min_seconds, r.paired_bandwidth_gbs);
@@ -487,8 +510,9 @@ int run(Options opt) {
   if (side_by_side_tried) std::printf("\n");
   const nlohmann::json fusion = fusion_summary(done, side_by_side);
   const nlohmann::json core_limited = core_limited_summary(done);
-  // --compare-stores: every verified result whose compulsory bytes reach the threshold (an
-  // output below it is never streamed) again, with streaming and plain stores side by side.
+  // --compare-stores: every verified result whose output may be streamed and reaches the
+  // threshold (an output below it is never streamed) again, with streaming and plain stores
+  // side by side.
   nlohmann::json stores;
   int stores_failures = 0;
   if (opt.compare_stores) {
@@ -499,7 +523,7 @@ int run(Options opt) {
                 pairs);
     for (std::size_t k = 0; k < done.size(); ++k) {
       const Result& r = done[k];
-      if (!r.verified || r.cost.bytes < static_cast<double>(threshold)) continue;
+      if (!r.verified || r.streamable_output_bytes == 0 || r.streamable_output_bytes < static_cast<double>(threshold)) continue;
       try {
         const std::uint64_t stores_seed = seed + (opt.rounds + 1) * plan.size() + k;  // after the sweep's and the chains'
         compared.emplace_back(&r, stores_side_by_side(exec, *find_op(r.op), r.dtype, r.shape, stores_seed, pairs, threshold));
@@ -551,7 +575,13 @@ int main(int argc, char** argv) {
                  "sequence of n, as fits the op")
       ->delimiter(',')
       ->check(positive);
-  app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)");
+  const CLI::Validator whole(
+      [](std::string& v) -> std::string {
+        if (!v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) return "";
+        return "expected a whole number, 0 or more, got '" + v + "'";
+      },
+      "UINT");
+  app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)")->check(whole);
   app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 2, 1 with --quick)")
       ->check(positive);
   app.add_flag("--quick", opt.quick, "One size beyond the last-level cache, fewer repetitions");
@@ -565,6 +595,7 @@ int main(int argc, char** argv) {
   app.allow_extras();  // --kokkos-* arguments are Kokkos's
   CLI11_PARSE(app, argc, argv);
   opt.seed_given = app.count("--seed") > 0;
+  opt.ops_given = app.count("--ops") > 0;
   for (const auto& extra : app.remaining())
     if (extra.rfind("--kokkos", 0) != 0) {
       std::fprintf(stderr, "rooftop: unknown argument '%s' (see --help)\n", extra.c_str());

@@ -23,9 +23,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #if defined(__linux__)
 #include <sched.h>
@@ -88,6 +91,23 @@ void compare(int m, int n, int k, bool b_transposed, int reps) {
   }
 }
 
+/// The problems main was given, each compared (compare), in order.
+void run(const std::vector<int>& sizes, bool decode) {
+  for (int n : sizes) {
+    if (decode) {
+      for (const int m : {1, 2, 4, 8})
+        for (const bool transposed : {false, true}) {
+          compare<float>(m, n, n, transposed, 11);
+          compare<double>(m, n, n, transposed, 11);
+        }
+      continue;
+    }
+    const int reps = n <= 1024 ? 20 : 7;
+    compare<float>(n, n, n, false, reps);
+    compare<double>(n, n, n, false, reps);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +133,12 @@ int main(int argc, char** argv) {
       decode = true;
       continue;
     }
+    if (arg == "-h" || arg == "--help") {
+      std::printf("usage: rooftop_vs_blas [--decode] [n ...]\n"
+                  "  n x n GEMM, fp32 and fp64, rooftop beside the system BLAS (default n: 2048)\n"
+                  "  --decode: m = 1, 2, 4, 8 rows times an n x n B and B^T (default n: 4096)\n");
+      return 0;
+    }
     char* end = nullptr;
     const long n = std::strtol(arg.c_str(), &end, 10);
     if (arg.empty() || *end != '\0' || n <= 0 || n > 65536) {
@@ -123,6 +149,18 @@ int main(int argc, char** argv) {
     sizes.push_back(static_cast<int>(n));
   }
   if (sizes.empty()) sizes = {decode ? 4096 : 2048};
+  // Each problem needs A, B and two Cs: refused before anything runs where they would not fit
+  // in the host's memory (Kokkos throws where an allocation fails, or the kernel would page).
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+  for (const int n : sizes) {
+    const double bytes = sizeof(double) * (decode ? (static_cast<double>(n) * n + 3.0 * 8 * n) : 4.0 * n * n);
+    if (memory > 0 && bytes > memory) {
+      std::fprintf(stderr, "rooftop_vs_blas: n = %d needs %.1f GB for its fp64 matrices, more than the host's %.1f GB of memory\n", n,
+                   bytes * 1e-9, memory * 1e-9);
+      return 2;
+    }
+  }
   std::printf("rooftop gemm vs the system BLAS, %s backend, %d threads, best of alternating calls (and the median of\n"
               "  each pair's ratio)\n", backend_name,
               compat::concurrency(BackendExec()));
@@ -130,18 +168,12 @@ int main(int argc, char** argv) {
     std::printf("warning: this process started bound to %d of %u cores (OMP_PROC_BIND?), so a BLAS that sizes its threads\n"
                 "  by that mask runs on fewer cores than rooftop: unset OMP_PROC_BIND and OMP_PLACES for a fair ratio\n",
                 allowed_cores, std::thread::hardware_concurrency());
-  for (int n : sizes) {
-    if (decode) {
-      for (const int m : {1, 2, 4, 8})
-        for (const bool transposed : {false, true}) {
-          compare<float>(m, n, n, transposed, 11);
-          compare<double>(m, n, n, transposed, 11);
-        }
-      continue;
-    }
-    const int reps = n <= 1024 ? 20 : 7;
-    compare<float>(n, n, n, false, reps);
-    compare<double>(n, n, n, false, reps);
+  try {
+    run(sizes, decode);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "rooftop_vs_blas: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# --compare-stores: with ROOFTOP_STREAMING_STORE_THRESHOLD=0 (set by the test) every result is
-# compared, so copy and dot at one small size each run again with streaming and plain stores
-# alternated. Expected: exit status 0, the run's seed 0 kept (--seed 0 replays seed 0), the
-# terminal's summary line, and report.json's "stores_side_by_side" with threshold 0, 9 pairs and
-# two verified entries whose median speedup lies within [min, max].
+# --compare-stores: with ROOFTOP_STREAMING_STORE_THRESHOLD=300000 (set by the test), copy, dot
+# and relu at 65536 and 131072 fp32 values: only copy's and relu's outputs of 131072 values
+# (512 KiB) reach it, so those two run again with streaming and plain stores alternated; the
+# outputs of 65536 (256 KiB) are never streamed, and dot writes no output that could be.
+# Expected: exit status 0, the run's seed 0 kept (--seed 0 replays seed 0), the terminal's
+# lines, and report.json's "stores_side_by_side" with threshold 300000, 9 pairs and those two
+# verified entries, each median speedup within [min, max].
 #   cmake -DROOFTOP=<rooftop binary> -DOUT=<scratch directory> -P check_stores.cmake
 file(REMOVE_RECURSE "${OUT}")
-execute_process(COMMAND "${ROOFTOP}" --quick --ops copy,dot --dtypes fp32 --sizes 65536 --seed 0 --compare-stores --out "${OUT}"
+execute_process(COMMAND "${ROOFTOP}" --quick --ops copy,dot,relu --dtypes fp32 --sizes 65536,131072 --seed 0 --compare-stores --out "${OUT}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "expected exit status 0, got ${rc}\n${out}\n${err}")
@@ -14,19 +16,27 @@ endif()
 if(NOT out MATCHES "threads, seed 0 \\(quick\\)")
   message(FATAL_ERROR "--seed 0 did not run with seed 0:\n${out}")
 endif()
-if(NOT out MATCHES "copy +fp32/65536 +streamed +[0-9.]+ us, plain +[0-9.]+ us at best: plain [0-9.]+x \\([0-9.]+-[0-9.]+x\\)\n"
+if(NOT out MATCHES "copy +fp32/131072 +streamed +[0-9.]+ us, plain +[0-9.]+ us at best: plain [0-9.]+x \\([0-9.]+-[0-9.]+x\\)\n"
+   OR NOT out MATCHES "relu +fp32/131072 +streamed +[0-9.]+ us, plain"
    OR NOT out MATCHES "plain stores more than 5% faster on [0-2] of 2, more than 5% slower on [0-2]\n")
   message(FATAL_ERROR "the stores' lines are not on the terminal:\n${out}")
+endif()
+if(out MATCHES "fp32/65536 +streamed" OR out MATCHES "dot +fp32/[0-9]+ +streamed")
+  message(FATAL_ERROR "an output below the threshold, or dot's, was timed side by side:\n${out}")
 endif()
 file(READ "${OUT}/report.json" json)
 string(JSON threshold GET "${json}" stores_side_by_side streaming_store_threshold_bytes)
 string(JSON pairs GET "${json}" stores_side_by_side pairs)
 string(JSON entries LENGTH "${json}" stores_side_by_side results)
-if(NOT threshold EQUAL 0 OR NOT pairs EQUAL 9 OR NOT entries EQUAL 2)
-  message(FATAL_ERROR "expected stores_side_by_side with threshold 0, 9 pairs and 2 results in report.json:\n${json}")
+if(NOT threshold EQUAL 300000 OR NOT pairs EQUAL 9 OR NOT entries EQUAL 2)
+  message(FATAL_ERROR "expected stores_side_by_side with threshold 300000, 9 pairs and 2 results in report.json:\n${json}")
 endif()
 foreach(i 0 1)
   string(JSON op GET "${json}" stores_side_by_side results ${i} op)
+  string(JSON size GET "${json}" stores_side_by_side results ${i} shape 0)
+  if(NOT size EQUAL 131072 OR NOT op MATCHES "^(copy|relu)$")
+    message(FATAL_ERROR "stores_side_by_side result ${i} is ${op} of ${size}, expected copy or relu of 131072:\n${json}")
+  endif()
   string(JSON verified GET "${json}" stores_side_by_side results ${i} verified)
   string(JSON low GET "${json}" stores_side_by_side results ${i} plain_speedup_min)
   string(JSON median GET "${json}" stores_side_by_side results ${i} plain_speedup_median)
