@@ -42,6 +42,16 @@ std::vector<double> normalize_rows(const std::vector<double>& x, std::int64_t co
   return out;
 }
 
+/// Three random rows of `cols` values in [-3, 3), row 1's entry `at` set to `value`.
+template <class T>
+test::Matrix<T> rows_with(std::int64_t cols, std::int64_t at, float value) {
+  const auto x = test::random_matrix<T>(3, cols, -3, 3);
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+  h(1, at) = T(value);
+  Kokkos::deep_copy(x, h);
+  return x;
+}
+
 }  // namespace
 
 TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight and bias (plain and streaming stores)",
@@ -385,12 +395,7 @@ TEST_CASE_TEMPLATE("a NaN or an infinity in a row: layernorm's row all NaN, rmsn
           CAPTURE(at);
           CAPTURE(bad);
           test::StreamingThreshold stores(threshold);
-          const auto x = test::random_matrix<T>(3, cols, -3, 3);
-          {
-            auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
-            h(1, at) = T(bad);
-            Kokkos::deep_copy(x, h);
-          }
+          const auto x = rows_with<T>(cols, at, bad);
           const auto hx = host(x);
           for (const bool rms : {false, true}) {
             CAPTURE(rms);
@@ -431,12 +436,7 @@ TEST_CASE_TEMPLATE("rows whose squares overflow fp32: layernorm gives the bias, 
           CAPTURE(at);
           CAPTURE(big);
           test::StreamingThreshold stores(threshold);
-          const auto x = test::random_matrix<T>(3, cols, -3, 3);
-          {
-            auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
-            h(1, at) = T(big);
-            Kokkos::deep_copy(x, h);
-          }
+          const auto x = rows_with<T>(cols, at, big);
           const auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
           const auto hb = host(b);
           for (const bool rms : {false, true})
