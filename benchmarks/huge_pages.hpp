@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
-/// The harness's page policy: its host arrays in transparent huge pages where Linux offers them.
+/// The host's memory as the harness and rooftop_vs_blas see it: its size, and the harness's
+/// page policy (its host arrays in transparent huge pages where Linux offers them).
 ///
 /// With 4 KiB pages the bandwidth a streaming kernel attains depends on where its arrays
 /// happened to land. On the 2-core Zen 3 VM, four sets of triad arrays (268 MB each) allocated
@@ -28,8 +29,22 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#if defined(__unix__)
+#include <unistd.h>
+#endif
 
 namespace rooftop::harness {
+
+/// The host's physical memory in bytes, or 0 where it cannot be read: the bound that sizes
+/// beyond the memory are refused against before anything is allocated.
+inline double host_memory_bytes() {
+#if defined(__unix__) && defined(_SC_PHYS_PAGES)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+#else
+  return 0.0;
+#endif
+}
 
 /// Linux's transparent huge page mode ("always", "madvise" or "never"), or "unknown".
 inline std::string transparent_huge_pages_mode() {

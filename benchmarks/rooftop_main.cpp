@@ -24,7 +24,6 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
 #include <utility>
 
 using namespace rooftop;
@@ -72,19 +71,18 @@ void report_roof_violations(const std::vector<Result>& results) {
   if (!above) std::printf("  every op is within 5%% of its roof or below it\n");
 }
 
-/// Refuses an op instance whose compulsory bytes cannot fit in the host's memory before
-/// anything is allocated: each array an op touches counts at most twice in them (read and
-/// written), so at least half of them must fit, and its inputs and outputs are copied to the
-/// host for verification. (Kokkos 3.4 allocates a 4096^3 View of doubles with a span of 0
-/// and no error; the stencil's first fill then wrote past it: a segmentation fault.)
+/// Refuses an op instance whose compulsory bytes exceed the host's memory before anything is
+/// allocated. They count each array the op touches once or twice (read, written, or both), so
+/// they can overstate its arrays by at most half: a bound that refuses sizes which would page
+/// or be killed, not a count of what the process needs (its inputs and outputs are also copied
+/// to the host for verification). (Kokkos 3.4 allocates a 4096^3 View of doubles with a span
+/// of 0 and no error; the stencil's first fill then wrote past it: a segmentation fault.)
 void require_fits_in_memory(double compulsory_bytes) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
-  if (memory > 0 && compulsory_bytes / 2 > memory) {
+  const double memory = host_memory_bytes();
+  if (memory > 0 && compulsory_bytes > memory) {
     std::ostringstream msg;
-    msg << std::fixed << std::setprecision(1) << "cannot allocate: needs at least " << compulsory_bytes / 2 * 1e-9
-        << " GB (half of its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes), more than the host's "
-        << memory * 1e-9 << " GB of memory";
+    msg << std::fixed << std::setprecision(1) << "cannot allocate: its " << compulsory_bytes * 1e-9
+        << " GB of compulsory bytes exceed the host's " << memory * 1e-9 << " GB of memory";
     throw std::length_error(msg.str());
   }
 }

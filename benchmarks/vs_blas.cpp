@@ -16,6 +16,7 @@
 #include "../core/random.hpp"
 #include "../core/timer.hpp"
 #include "../kernels/gemm.hpp"
+#include "huge_pages.hpp"
 
 #include <cblas.h>
 
@@ -151,8 +152,7 @@ int main(int argc, char** argv) {
   if (sizes.empty()) sizes = {decode ? 4096 : 2048};
   // Each problem needs A, B and two Cs: refused before anything runs where they would not fit
   // in the host's memory (Kokkos throws where an allocation fails, or the kernel would page).
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+  const double memory = harness::host_memory_bytes();
   for (const int n : sizes) {
     const double bytes = sizeof(double) * (decode ? (static_cast<double>(n) * n + 3.0 * 8 * n) : 4.0 * n * n);
     if (memory > 0 && bytes > memory) {

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The harness goes on past an op instance that fails: here copy at 10^15 doubles, whose inputs
 # cannot be allocated, beside copy at 1000. Expected: exit status 1, the small copy measured
-# and verified in report.json, the large one listed under "errors" with its message.
+# and verified in report.json, the large one listed under "errors" with its message. Then copy
+# of doubles filling 0.7 of the host's memory (its two arrays, its compulsory bytes, 1.4 of it:
+# more than the memory, though half of them is not) refused before anything is allocated.
 #   cmake -DROOFTOP=<rooftop binary> -DOUT=<scratch directory> -P check_errors.cmake
 file(REMOVE_RECURSE "${OUT}")
 execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes 1000,1000000000000000 --out "${OUT}"
@@ -25,4 +27,13 @@ string(JSON error GET "${json}" errors 0 error)
 if(NOT errors EQUAL 1 OR NOT shape STREQUAL "1000000000000000" OR NOT error MATCHES "allocate")
   message(FATAL_ERROR "expected copy at 10^15 under errors in report.json:\n${json}")
 endif()
-message(STATUS "ok: the failed instance reported, the sweep went on, exit status 1")
+file(READ /proc/meminfo meminfo)
+if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
+  math(EXPR n "${CMAKE_MATCH_1} * 1024 / 8 * 70 / 100")
+  execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes ${n} --out "${OUT}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 1 OR NOT out MATCHES "copy +fp64/${n} +FAILED: cannot allocate: its [0-9.]+ GB of compulsory bytes exceed the host's [0-9.]+ GB of memory")
+    message(FATAL_ERROR "copy at ${n} doubles was not refused before allocation (exit status ${rc}):\n${out}\n${err}")
+  endif()
+endif()
+message(STATUS "ok: the failed instances reported, the sweep went on, exit status 1")
