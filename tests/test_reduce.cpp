@@ -47,6 +47,19 @@ TEST_CASE_TEMPLATE("sum of small integers is exact (no element dropped or counte
   }
 }
 
+TEST_CASE("a long fp32 sum folds its blocks' results pairwise, not one after another") {
+  // 2^26 copies of 1 + 2^-15: every partial of the host's fold (at most 512 terms per lane), every
+  // block's result (16384.5 for reduce_regions' blocks of four runs of 4096) and every pairwise
+  // sum of those is exact in fp32, so the spans' cascade gives the exact 2^26 + 2^11. Folded one
+  // block after another, a thread's running sum passed 2^24, where adding 16384.5 rounds off 0.5
+  // each time: a few hundred short.
+  if constexpr (detail::ReductionShape<Exec, float>::gpu) return;  // the GPU folds as reduce_blocks_gpu does
+  const std::int64_t n = std::int64_t{1} << 26;
+  test::Vector<float> x("x", n);
+  Kokkos::deep_copy(x, 1.0f + 0x1p-15f);
+  CHECK(rooftop::sum(Exec(), x) == 0x1p26f + 0x1p11f);
+}
+
 // The GPU reductions' spans, slots and partials (detail::reduce_blocks_gpu) on this backend, with
 // the largest team it allows up to 256 (on CPUs often 1 or 2): every element counted once, at
 // sizes with one span, many, and a short last span and slot.
