@@ -393,12 +393,12 @@ void gemm_cpu(const Exec& exec, const P& p) {
             continue;
           }
 #endif
-          Acc acc[MR][NR];
+          Acc acc[MR][NR];  // the slice's sums from 0, then added to C (see cpu::gemm_block)
           for (int i = 0; i < MR; ++i)
-            for (int j = 0; j < NR; ++j) acc[i][j] = c[i * NC + j];
+            for (int j = 0; j < NR; ++j) acc[i][j] = Acc(0);
           gemm_micro_kernel<MR, NR>(kc, &as(ir * MR * KC), 1, KC, &bs(jr * NR * kc), NR, acc);
           for (int i = 0; i < MR; ++i)
-            for (int j = 0; j < NR; ++j) c[i * NC + j] = acc[i][j];
+            for (int j = 0; j < NR; ++j) c[i * NC + j] += acc[i][j];
         }
     }
     for (int i = 0; i < mv; ++i)
