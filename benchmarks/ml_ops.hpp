@@ -99,7 +99,7 @@ OpInstance bias_chain(const Exec& exec, const Shape& shape, std::uint64_t seed, 
     std::vector<double> want(hx.size()), scale(hx.size());
     for (std::size_t i = 0; i < hx.size(); ++i) {
       const double v = hx[i] + hb[i % cols];
-      const double factor = mask.keep(i) ? 1 / (1 - (with_dropout ? dropout_p : 0.0)) : 0.0;
+      const double factor = mask.keep(i) ? 1 / mask.keep_probability() : 0.0;
       want[i] = reference::gelu_tanh(v) * factor;
       scale[i] = (std::abs(v) + std::abs(reference::gelu_tanh(v))) * factor;
     }
@@ -235,15 +235,21 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
                      return unary<T>(
                          e, s[0], seed, dropout_cost<T>(s[0]),
                          [seed](const Exec& x, auto a, auto o) { rooftop::dropout(x, a, o, dropout_p, seed); },
-                         [mask](double v, std::size_t i) { return mask.keep(i) ? v / (1 - dropout_p) : 0.0; }, 2);
+                         [mask](double v, std::size_t i) { return mask.keep(i) ? v / mask.keep_probability() : 0.0; }, 2);
                    }));
   {
     // A vocabulary of 32000 rows (LLaMA's): the table far exceeds the cache, so the gather
-    // reads main memory; only the main-memory sweep applies.
+    // reads main memory; only the main-memory sweep applies. The ids are uniform, so tokens
+    // beyond a few thousand repeat rows: the compulsory bytes count each distinct row once
+    // (the instance counts its own ids' rows; the spec, for sizes and the memory check, their
+    // expected number), while the sweep sizes tokens by every gather's bytes.
     static constexpr std::int64_t vocab = 32000;
     OpSpec s = spec(
         "embedding", {768, 4096},
-        [](auto tag, const Shape& s) { return embedding_cost<typename decltype(tag)::type, std::int64_t>(s[0], s[1]); },
+        [](auto tag, const Shape& s) {
+          const double expected_rows = -static_cast<double>(vocab) * std::expm1(static_cast<double>(s[0]) * std::log1p(-1.0 / vocab));
+          return embedding_cost<typename decltype(tag)::type, std::int64_t>(s[0], s[1], std::llround(expected_rows));
+        },
         [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
           using T = typename decltype(tag)::type;
           const std::int64_t tokens = s[0], dim = s[1];
@@ -252,8 +258,15 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
           fill_uniform(e, flat(table), seed, -1, 1);
           fill_integers(e, ids, seed + 1, 0, static_cast<int>(vocab - 1));
           fill_nan(e, flat(out));
+          std::int64_t distinct_rows = 0;
+          {
+            const auto hid = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids);
+            std::vector<bool> seen(vocab);
+            for (std::int64_t t = 0; t < tokens; ++t)
+              if (!seen[hid(t)]) seen[hid(t)] = true, ++distinct_rows;
+          }
           OpInstance op;
-          op.cost = embedding_cost<T, std::int64_t>(tokens, dim);
+          op.cost = embedding_cost<T, std::int64_t>(tokens, dim, distinct_rows);
           op.shape = s;
           op.streamable_output_bytes = view_bytes(out);
           op.run = [=] { rooftop::embedding(e, table, ids, out); };
@@ -267,6 +280,7 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
           };
           return op;
         });
+    s.sizing = by_dtype([](auto tag, const Shape& s) { return embedding_cost<typename decltype(tag)::type, std::int64_t>(s[0], s[1]); });
     s.cache_sizes = false;
     t.push_back(s);
   }

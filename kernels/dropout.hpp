@@ -7,9 +7,11 @@
 /// finalizer of the pair's number keyed by the seed, the even element takes their low half and
 /// the odd one their high half. The mask is a pure function of (seed, offset, index), so it is
 /// the same on every backend and thread count, and no mask is stored (the backward pass
-/// recomputes it from the same seed and offset). Kept values are scaled by 1 / (1 - p); p = 0
-/// copies, p = 1 zeroes. The drop probability is p rounded to a multiple of 2^-16 (within
-/// 7.7e-6 of p; FlashAttention-2's dropout rounds it to 2^-8).
+/// recomputes it from the same seed and offset). The drop probability is p rounded to a
+/// multiple of 2^-16 (within 7.7e-6 of p; FlashAttention-2's dropout rounds it to 2^-8), and
+/// kept values are scaled by 1 / (1 - that), so that the output's expectation is the input
+/// (scaled by 1 / (1 - p), p = 0.99999 kept 1.5e-5 of the values and doubled their mean: 1.53);
+/// p = 0 copies, p = 1 zeroes.
 ///
 /// One hash per pair rather than per element: the hash is most of the mask's work, and on the
 /// host two elements' 16-bit halves are compared in one instruction in their memory order
@@ -31,7 +33,7 @@ struct DropoutMask {
   std::uint32_t key0 = 0, key1 = 0;
   std::uint32_t threshold = 0;  // keep iff the element's 16 bits >= threshold (and keep_any)
   bool keep_any = true;         // false for p = 1 (and p within 2^-17 of 1)
-  float scale = 1;
+  float scale = 1;              // 1 / keep_probability() (0 where nothing is kept)
 
   /// Mask for drop probability p (in [0, 1]) and `seed`; elements are numbered from `offset`.
   DropoutMask(double p, std::uint64_t seed, std::uint64_t offset) : offset_(offset) {
@@ -45,8 +47,11 @@ struct DropoutMask {
     const double rounded = p * 65536.0 + 0.5;  // round(p * 2^16)
     keep_any = rounded < 65536.0;
     threshold = keep_any ? static_cast<std::uint32_t>(rounded) : 0u;
-    scale = p < 1 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
+    scale = keep_any ? static_cast<float>(1.0 / keep_probability()) : 0.0f;
   }
+
+  /// The probability that an element is kept: 1 - round(p 2^16) / 2^16.
+  KOKKOS_INLINE_FUNCTION double keep_probability() const { return keep_any ? (65536.0 - threshold) / 65536.0 : 0.0; }
 
   /// The pairs' bits fmix32(m ^ key) ^ key1 (MurmurHash3's 32-bit finalizer) of U pair numbers
   /// m in place: uint32 values, or on the host GCC vectors of them (DropoutMask::Lanes), each

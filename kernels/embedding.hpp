@@ -97,11 +97,14 @@ void embedding(const Table& table, const Ids& ids, const Out& out) {
   embedding(typename Out::execution_space{}, table, ids, out);
 }
 
-/// Cost of embedding `tokens` rows of `dim` T with Id indices: no FLOPs; read the ids and the
-/// gathered rows, write out.
+/// Cost of embedding `tokens` rows of `dim` T with Id indices: no FLOPs; read the ids and each
+/// distinct table row gathered (`distinct_rows` of them; -1: one per token, every gather from
+/// memory) once, write out. Rows that repeat are compulsory bytes once: a table row gathered
+/// by two tokens need not come from memory twice.
 template <class T, class Id = std::int64_t>
-constexpr Cost embedding_cost(std::int64_t tokens, std::int64_t dim) {
-  return {0, bytes_of<T>(2.0 * tokens * dim) + static_cast<double>(sizeof(Id)) * tokens};
+constexpr Cost embedding_cost(std::int64_t tokens, std::int64_t dim, std::int64_t distinct_rows = -1) {
+  const double rows = distinct_rows < 0 ? static_cast<double>(tokens) : static_cast<double>(distinct_rows);
+  return {0, bytes_of<T>((rows + static_cast<double>(tokens)) * static_cast<double>(dim)) + static_cast<double>(sizeof(Id)) * tokens};
 }
 
 }  // namespace rooftop
