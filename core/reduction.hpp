@@ -55,7 +55,7 @@ inline constexpr std::int64_t reduction_span_blocks = 256;
 /// reduce_blocks' spans), and tree levels (at most 64). A fold's worst-case rounding error is
 /// this times the accumulator's epsilon times the sum of |terms|. `lane_additions`: the most per
 /// lane. (Folded one block after another, a thread's blocks had added n / block: 2^30 fp32
-/// values, 3.1% of the sum in the worst case, where the spans give 1.4e-4.)
+/// values, 3.1% of the sum in the worst case, where the spans give 1.6e-4.)
 inline double reduction_depth(std::int64_t n, std::int64_t lane_additions = 256) {
   const double per_lane = static_cast<double>(n < lane_additions ? n : lane_additions);
   return per_lane + 17 + static_cast<double>(n) / (4096 * reduction_span_blocks) + 16 + 64;

@@ -10,7 +10,8 @@
 /// recomputes it from the same seed and offset). The drop probability is p rounded to a
 /// multiple of 2^-16 (within 7.7e-6 of p; FlashAttention-2's dropout rounds it to 2^-8), and
 /// kept values are scaled by 1 / (1 - that), so that the output's expectation is the input
-/// (scaled by 1 / (1 - p), p = 0.99999 kept 1.5e-5 of the values and doubled their mean: 1.53);
+/// (scaled by 1 / (1 - p), p = 0.99999 kept 1.5e-5 of the values and its output's mean was
+/// 1.53 x the input's);
 /// p = 0 copies, p = 1 zeroes.
 ///
 /// One hash per pair rather than per element: the hash is most of the mask's work, and on the
