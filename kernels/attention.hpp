@@ -410,6 +410,9 @@ void attention_matrix_units(const Exec& exec, const Q& q, const K& k, const V& v
             }
           }
         }
+        // Every warp is done with the tiles before a next league rank's copies reach them (a
+        // block may run several in turn: Kokkos's debug serial execution runs all in one).
+        member.team_barrier();
         if (rows <= 0) return;
         // l = 0: no visible key (seq_k == 0), output 0.
         float inv[slots];
@@ -858,6 +861,7 @@ on_exec_space_t<Exec> attention(const Exec& exec, const Q& q, const K& k, const 
           const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
           o_rows[i * o_stride[2] + c] = T(acc[i * dp + c] * inv);
         });
+        team.barrier();  // scratch free before a next league rank run by this team (Kokkos's debug serial execution runs all in one)
       });
 }
 

@@ -107,6 +107,8 @@ void transpose_tiles_in_scratch(const Exec& exec, const In& in, const Out& out, 
           const std::int64_t r = e / tile, c = e % tile;  // dst(j0 + r, i0 + c)
           if (r < w && c < h) dst(j0 + r, i0 + c) = buffer(c, r);
         });
+        member.team_barrier();  // buffer free again: a block may run several league ranks in turn (Kokkos's
+                                // debug serial execution runs all of them in one)
       });
 }
 
