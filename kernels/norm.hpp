@@ -69,12 +69,39 @@ inline constexpr bool vector_norm_rows =
 /// the rounding of mean0, so a constant row has zero variance up to rounding). A rounding below
 /// zero is clamped to 0, but a NaN variance (a NaN or an infinity in the row) stays NaN, so the
 /// whole row comes out NaN on every path: clamped too, it had given rows with an infinity
-/// outside the one-pass shift's first 16 values -Inf and +Inf instead.
+/// outside the one-pass shift's first 16 values -Inf and +Inf instead. dev^2 / n is taken as
+/// (dev / n) dev: dev is about n times mean0's rounding, whose square overflows for entries
+/// from about 1e21 (768 columns) where the deviations' squares do not (dev * dev had made the
+/// variance -Inf, clamped to 0: entries 1e24 +- 3.6e16 came out 2.3e19). A dev2 past FLT_MAX
+/// (finite entries whose squared deviations overflow) gives an infinite variance, scale 0 and
+/// the bias, not inf - inf.
 KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, float dev, float dev2, float inv_cols, float eps, float& mean,
                                                  float& rstd) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
   mean = mean0 + dev * inv_cols;
-  const float var = (dev2 - dev * dev * inv_cols) * inv_cols;
+  const float var = dev2 == inf ? inf : (dev2 - dev * inv_cols * dev) * inv_cols;
   rstd = 1.0f / compat::sqrt((var < 0 ? 0.0f : var) + eps);
+}
+
+/// Whether LayerNorm's statistics take the deviations again, from mean0 + dev / n (every path
+/// does the same): where the variance dev2 - dev^2 / n cancels more than a bit (mean0 more than
+/// a standard deviation from the mean: dev^2 / n > dev2 / 2), or where dev^2 / n or dev2
+/// overflows (large entries, mean0 rounded far from their mean, while the squared deviations
+/// from the mean itself may stay finite: entries 1e24 +- 7.2e16, 768 of them, summed in
+/// registers on GPUs).
+KOKKOS_INLINE_FUNCTION bool layernorm_again(float dev, float dev2, float inv_cols) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const float cancelled = dev * inv_cols * dev;  // (as layernorm_statistics)
+  return cancelled > 0.5f * dev2 || cancelled == inf || dev2 == inf;
+}
+
+/// A row's mean0 (layernorm_statistics) from the sum of its entries; where that sum overflows
+/// (finite entries, 3e37 x 768), from the sum of the entries times inv_cols, `scaled_sum()`
+/// (an infinite entry keeps it infinite: the row comes out NaN).
+template <class ScaledSum>
+KOKKOS_INLINE_FUNCTION float layernorm_mean0(float sum, float inv_cols, const ScaledSum& scaled_sum) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  return sum == inf || sum == -inf ? scaled_sum() : sum * inv_cols;
 }
 
 /// layernorm (rms false) or rmsnorm (rms true, bias empty) of rows held in registers
@@ -103,17 +130,31 @@ struct NormRegisterRows {
     if constexpr (rms) {
       scale = 1.0f / compat::sqrt(sum * inv_cols + eps);
     } else {
-      const float mean0 = sum * inv_cols;
-      SumPair dev{0.0f, 0.0f};
-      r.each_chunk(x, v, 0.0f, held, [&](const int chunk) {
-        ROOFTOP_UNROLL
-        for (int k = 0; k < R; ++k) {
-          const float d = r.has(k, chunk) ? v[k] - mean0 : 0.0f;
-          dev.a += d;
-          dev.b += d * d;
-        }
+      float mean0 = layernorm_mean0(sum, inv_cols, [&] {
+        float scaled = 0.0f;
+        r.each_chunk(x, v, 0.0f, held, [&](int) {
+          ROOFTOP_UNROLL
+          for (int k = 0; k < R; ++k) scaled += v[k] * inv_cols;
+        });
+        return r.all(scaled, 0.0f, Plus{});
       });
-      dev = r.all(dev, SumPair{0.0f, 0.0f}, PlusPair{});
+      auto deviations = [&](const float from) {
+        SumPair dev{0.0f, 0.0f};
+        r.each_chunk(x, v, 0.0f, held, [&](const int chunk) {
+          ROOFTOP_UNROLL
+          for (int k = 0; k < R; ++k) {
+            const float d = r.has(k, chunk) ? v[k] - from : 0.0f;
+            dev.a += d;
+            dev.b += d * d;
+          }
+        });
+        return r.all(dev, SumPair{0.0f, 0.0f}, PlusPair{});
+      };
+      SumPair dev = deviations(mean0);
+      if (layernorm_again(dev.a, dev.b, inv_cols)) {
+        mean0 += dev.a * inv_cols;
+        dev = deviations(mean0);
+      }
       layernorm_statistics(mean0, dev.a, dev.b, inv_cols, eps, shift, scale);
     }
     const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
@@ -249,23 +290,23 @@ struct RmsStats {
 /// LayerNorm's statistics the same ways (shift: the mean, scale: 1 / sqrt(var + eps)). One pass
 /// over the row where it loses at most a bit: the sums of the deviations from a shift, the mean
 /// of the first 16 values. (dev2 - dev^2 / n) cancels about log2(dev2 / (n var)) bits, so
-/// where the shift lies more than a standard deviation from the mean (dev^2 / n > dev2 / 2)
-/// finish takes the deviations from the mean in a second pass, as the portable code always
-/// does; so it does where dev^2 / n overflows (a row with entries beyond about 1.8e19), whose
-/// one-pass variance would be inf - inf, NaN, where the portable code's is inf (scale 0).
+/// where the shift lies more than a standard deviation from the mean, or the sums overflow
+/// (layernorm_again), finish takes the deviations from the mean in a second pass, as the
+/// portable code always does after its pass for the mean.
 struct LayerStats {
   float inv_cols, eps;
   using Fold = cpu::RowDeviationSums;
   template <class T>
   [[gnu::always_inline]] Fold start(const T* in, std::int64_t cols) const {
     const std::int64_t head = cols < 16 ? cols : 16;
-    return Fold(cpu::row_sum(in, head) / static_cast<float>(head));
+    const float shift = cpu::row_sum(in, head) / static_cast<float>(head);
+    // (A sum past FLT_MAX of finite values: the first value instead.)
+    return Fold(shift - shift == 0.0f ? shift : static_cast<float>(in[0]));
   }
   template <class T>
   [[gnu::always_inline]] NormScale finish(const Fold& f, const T* in, std::int64_t cols) const {
     float mean0 = f.shift_one, dev = f.deviations(), dev2 = f.squared();
-    const float cancelled = dev * dev * inv_cols;
-    if (cancelled > 0.5f * dev2 || cancelled == std::numeric_limits<float>::infinity()) {
+    if (layernorm_again(dev, dev2, inv_cols)) {
       mean0 += dev * inv_cols;
       Fold again(mean0);
       cpu::detail::fold_row(in, cols, again);
@@ -454,13 +495,22 @@ on_exec_space_t<Exec> layernorm(const Exec& exec, const X& x, const Y& y, double
                            }
 #endif
                            const auto in = r.input(x, cols);
-                           const float mean0 = inv_cols * r.reduce(cols, 0.0f, in, detail::Plus{});
-                           // Corrected two-pass (layernorm_statistics), both sums in one pass
-                           // (the row is in cache).
-                           const detail::SumPair dev = r.reduce_sums(cols, [&](const std::int64_t c) {
-                             const float d = in(c) - mean0;
-                             return detail::SumPair{d, d * d};
+                           float mean0 = detail::layernorm_mean0(r.reduce(cols, 0.0f, in, detail::Plus{}), inv_cols, [&] {
+                             return r.reduce(cols, 0.0f, [&](const std::int64_t c) { return in(c) * inv_cols; }, detail::Plus{});
                            });
+                           // Corrected two-pass (layernorm_statistics), both sums in one pass
+                           // (the row is in cache); again where layernorm_again says.
+                           auto deviations = [&](const float from) {
+                             return r.reduce_sums(cols, [&](const std::int64_t c) {
+                               const float d = in(c) - from;
+                               return detail::SumPair{d, d * d};
+                             });
+                           };
+                           detail::SumPair dev = deviations(mean0);
+                           if (detail::layernorm_again(dev.a, dev.b, inv_cols)) {
+                             mean0 += dev.a * inv_cols;
+                             dev = deviations(mean0);
+                           }
                            float mean, rstd;
                            detail::layernorm_statistics(mean0, dev.a, dev.b, inv_cols, e, mean, rstd);
                            // One loop per case, so none loads a parameter under a condition
