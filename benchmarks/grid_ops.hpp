@@ -68,9 +68,10 @@ OpInstance stencil_instance(const Exec& exec, const Shape& s, std::uint64_t seed
   return op;
 }
 
-/// A (rows, cols) matrix uniform in [-1, 1) transposed by `run` into a (cols, rows) one.
+/// A (rows, cols) matrix uniform in [-1, 1) transposed by `run` into a (cols, rows) one; `streams`:
+/// whether run's kernel may write it with streaming stores (transpose_naive never does).
 template <class T, class Run>
-OpInstance transpose_instance(const Exec& exec, const Shape& s, std::uint64_t seed, Run run) {
+OpInstance transpose_instance(const Exec& exec, const Shape& s, std::uint64_t seed, bool streams, Run run) {
   const std::int64_t rows = s[0], cols = s[1];
   Matrix<T> in("rooftop::in", rows, cols), out("rooftop::out", cols, rows);
   fill_uniform(exec, flat(in), seed, -1, 1);
@@ -78,7 +79,7 @@ OpInstance transpose_instance(const Exec& exec, const Shape& s, std::uint64_t se
   OpInstance op;
   op.cost = transpose_cost<T>(rows, cols);
   op.shape = s;
-  op.streamable_output_bytes = view_bytes(out);
+  op.streamable_output_bytes = streams ? view_bytes(out) : 0;
   op.run = [=] { run(exec, in, out); };
   op.verify = [=]() -> std::string {
     const auto hi = to_host_flat(in), ho = to_host_flat(out);
@@ -107,10 +108,11 @@ inline void append_grid_ops(std::vector<OpSpec>& t) {
   // transpose, tiled and naive: a square matrix whose compulsory bytes are the working set.
   auto transpose_cost_of = [](auto tag, const Shape& s) { return transpose_cost<typename decltype(tag)::type>(s[0], s[1]); };
   OpSpec tiled = detail::typed_spec("transpose", transpose_cost_of, [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
-    return transpose_instance<typename decltype(tag)::type>(e, s, seed, [](const Exec& x, auto in, auto out) { rooftop::transpose(x, in, out); });
+    return transpose_instance<typename decltype(tag)::type>(e, s, seed, true,
+                                                            [](const Exec& x, auto in, auto out) { rooftop::transpose(x, in, out); });
   });
   OpSpec naive = detail::typed_spec("transpose_naive", transpose_cost_of, [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
-    return transpose_instance<typename decltype(tag)::type>(e, s, seed,
+    return transpose_instance<typename decltype(tag)::type>(e, s, seed, false,
                                                             [](const Exec& x, auto in, auto out) { rooftop::transpose_naive(x, in, out); });
   });
   for (OpSpec* s : {&tiled, &naive}) {

@@ -2,7 +2,9 @@
 # --compare-stores: with ROOFTOP_STREAMING_STORE_THRESHOLD=300000 (set by the test), copy, dot
 # and relu at 65536 and 131072 fp32 values: only copy's and relu's outputs of 131072 values
 # (512 KiB) reach it, so those two run again with streaming and plain stores alternated; the
-# outputs of 65536 (256 KiB) are never streamed, and dot writes no output that could be.
+# outputs of 65536 (256 KiB) are never streamed, and dot writes no output that could be. Then
+# transpose and transpose_naive at 512 x 512 (1 MiB outputs): transpose's is compared,
+# transpose_naive's never (its kernel has no streaming stores).
 # Expected: exit status 0, the run's seed 0 kept (--seed 0 replays seed 0), the terminal's
 # lines, and report.json's "stores_side_by_side" with threshold 300000, 9 pairs and those two
 # verified entries, each median speedup within [min, max].
@@ -48,3 +50,14 @@ foreach(i 0 1)
   endif()
   message(STATUS "ok: ${op} plain ${median}x (${low}-${high}x)")
 endforeach()
+
+file(REMOVE_RECURSE "${OUT}")
+execute_process(COMMAND "${ROOFTOP}" --quick --ops transpose,transpose_naive --dtypes fp32 --sizes 512 --compare-stores --out "${OUT}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n  transpose +fp32/512x512 +streamed +[0-9.]+ us, plain")
+  message(FATAL_ERROR "expected exit status 0 and transpose's stores side by side, got ${rc}:\n${out}\n${err}")
+endif()
+if(out MATCHES "transpose_naive +fp32/512x512 +streamed")
+  message(FATAL_ERROR "transpose_naive, which never streams, was timed side by side:\n${out}")
+endif()
+message(STATUS "ok: transpose compared, transpose_naive not")
