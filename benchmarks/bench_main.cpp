@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     return measure_ceilings(exec, bandwidth, true, [](const std::string&) {});
   }();
   benchmark::AddCustomContext("rooftop_backend", backend_name);
+  benchmark::AddCustomContext("device", device_name(exec));
   benchmark::AddCustomContext("kokkos_version", compat::kokkos_version());
   benchmark::AddCustomContext("concurrency", std::to_string(compat::concurrency(exec)));
   benchmark::AddCustomContext("pages", pages);

@@ -27,6 +27,20 @@
 
 namespace rooftop::harness {
 
+/// The device Exec runs on: the GPU's name on CUDA, else the CPU model (the report's
+/// system.device, rooftop_bench's context "device").
+template <class Exec>
+std::string device_name(const Exec& exec) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) return cuda::device_name(exec);
+#endif
+  (void)exec;
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
 /// From how many bytes Exec's kernels write their outputs with streaming stores
 /// (rooftop::streaming_store_threshold(), which ROOFTOP_STREAMING_STORE_THRESHOLD may set): none
 /// where they write none (GPU backends, hosts without them, "never"). The ceilings and every op

@@ -39,18 +39,6 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-/// The device Exec runs on: the GPU's name on CUDA, else the CPU model.
-std::string device_name(const Exec& exec) {
-#if defined(KOKKOS_ENABLE_CUDA)
-  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) return cuda::device_name(exec);
-#endif
-  (void)exec;
-  std::ifstream f("/proc/cpuinfo");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);
   char buf[32];
