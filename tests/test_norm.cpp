@@ -158,6 +158,46 @@ TEST_CASE_TEMPLATE("layernorm: rows with outliers at the start, in the middle an
   }
 }
 
+TEST_CASE("layernorm and rmsnorm with eps comparable to the rows' variance") {
+  // eps 0.5 against a variance of 1/3: 1 / (sqrt(var) + eps) in place of 1 / sqrt(var + eps)
+  // would be off by 20%, not the 2e-6 of eps 1e-5.
+  for (const std::int64_t cols : {13, 768}) {
+    CAPTURE(cols);
+    auto x = test::random_matrix<float>(4, cols, -1, 1);
+    for (const bool rms : {false, true}) {
+      CAPTURE(rms);
+      auto y = test::poisoned_matrix<float>(4, cols);
+      if (rms) rooftop::rmsnorm(Exec(), x, y, 0.5);
+      else rooftop::layernorm(Exec(), x, y, 0.5);
+      check_norm<float>(normalize_rows(host(x), cols, 0.5, rms), cols, {}, {}, host(y));
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("layernorm and rmsnorm of LayoutLeft rows (the portable path), with weight and bias", T, ROOFTOP_ML_DTYPES) {
+  const std::int64_t rows = 5, cols = 77;
+  const double eps = 1e-5;
+  auto xr = test::random_matrix<T>(rows, cols, -3, 3);
+  auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+  Kokkos::View<T**, Kokkos::LayoutLeft, BackendMemory> x("x", rows, cols), y("y", rows, cols);
+  Kokkos::deep_copy(x, xr);
+  for (const bool rms : {false, true}) {
+    CAPTURE(rms);
+    Kokkos::deep_copy(y, test::poisoned_matrix<T>(rows, cols));
+    if (rms) rooftop::rmsnorm(Exec(), x, y, eps, w);
+    else rooftop::layernorm(Exec(), x, y, eps, w, b);
+    auto out = test::poisoned_matrix<T>(rows, cols);
+    Kokkos::deep_copy(out, y);
+    check_norm<T>(normalize_rows(host(xr), cols, eps, rms), cols, host(w), rms ? std::vector<double>{} : host(b), host(out));
+  }
+}
+
+TEST_CASE("reference::compare, which every check here rests on, rejects a NaN where a number is expected") {
+  CHECK(!reference::compare({std::nan("")}, {1.0}, [](std::size_t) { return 1.0; }).empty());
+  CHECK(reference::compare({std::nan("")}, {std::nan("")}, [](std::size_t) { return 1.0; }).empty());
+  CHECK(!reference::compare({2.5}, {1.0}, [](std::size_t) { return 1.0; }).empty());
+}
+
 TEST_CASE_TEMPLATE("constant rows (zero variance): layernorm gives the bias, rmsnorm 1", T, ROOFTOP_ML_DTYPES) {
   const std::int64_t rows = 3, cols = 4096 + 77;
   test::Matrix<T> x("x", rows, cols);
@@ -243,6 +283,65 @@ void check_register_norms() {
 TEST_CASE_TEMPLATE("layernorm's and rmsnorm's GPU path (rows held in registers) on this backend", T, ROOFTOP_ML_DTYPES) {
   check_register_norms<T, 8>();
   check_register_norms<T, 16>();
+}
+
+TEST_CASE("layernorm of large entries: no overflow short of the squared deviations', the bias past it, on every path") {
+  // 768 columns, weight 1, bias 0.25. Row 0: m - d and m + d alternating, m = 1e24 (d its unit
+  // in the last place, 7.2e16): normalized -1 and +1. Row 1: the same about 1e28, whose squared
+  // deviations (1.4e42) overflow: the bias. Rows 2 and 3: constant 3e37 (the sum overflows) and
+  // 1e30: the bias. The sum of the deviations from the rounded mean, n times its rounding, had
+  // overflowed in its square: rows 0 and 1 came out +-2.3e19 and NaN on the portable and the
+  // register (GPU) paths; the constant rows NaN (row 2 on the vector path too).
+  const std::int64_t rows = 4, cols = 768;
+  Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> hx("hx", rows, cols);
+  std::vector<double> want(rows * cols, 0.25);
+  for (std::int64_t c = 0; c < cols; ++c) {
+    for (const int r : {0, 1}) {
+      const float m = r == 0 ? 1e24f : 1e28f;
+      hx(r, c) = c % 2 ? std::nextafter(m, std::numeric_limits<float>::infinity()) : std::nextafter(m, 0.0f);
+    }
+    want[c] += c % 2 ? 1.0 : -1.0;
+    hx(2, c) = 3e37f;
+    hx(3, c) = 1e30f;
+  }
+  test::Matrix<float> x("x", rows, cols);
+  Kokkos::deep_copy(x, hx);
+  test::Vector<float> w("w", cols), b("b", cols);
+  Kokkos::deep_copy(w, 1.0f);
+  Kokkos::deep_copy(b, 0.25f);
+  auto check = [&](const std::vector<double>& y) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::int64_t bad = 0, first = -1;
+      for (std::int64_t c = 0; c < cols; ++c)
+        if (!(std::abs(y[r * cols + c] - want[r * cols + c]) <= 1e-5) && bad++ == 0) first = c;
+      CAPTURE(r);
+      CAPTURE(first);
+      CHECK_MESSAGE(bad == 0, bad, " wrong, the first ", first < 0 ? 0.0 : y[r * cols + first], " for ", first < 0 ? 0.0 : want[r * cols + first]);
+    }
+  };
+  SUBCASE("contiguous rows (the host's vector path)") {
+    auto y = test::poisoned_matrix<float>(rows, cols);
+    rooftop::layernorm(Exec(), x, y, 1e-5, w, b);
+    check(host(y));
+  }
+  SUBCASE("LayoutLeft (the portable path)") {
+    Kokkos::View<float**, Kokkos::LayoutLeft, BackendMemory> x_left("x_left", rows, cols), y_left("y_left", rows, cols);
+    Kokkos::deep_copy(x_left, x);
+    Kokkos::deep_copy(y_left, test::poisoned_matrix<float>(rows, cols));
+    rooftop::layernorm(Exec(), x_left, y_left, 1e-5, w, b);
+    auto y = test::poisoned_matrix<float>(rows, cols);
+    Kokkos::deep_copy(y, y_left);
+    check(host(y));
+  }
+  SUBCASE("rows held in registers (the GPU path)") {
+    const int team = test::max_team_size();
+    auto y = test::poisoned_matrix<float>(rows, cols);
+    register_norm<8>(false, team, x, y, 1e-5f, w, b);
+    check(host(y));
+    y = test::poisoned_matrix<float>(rows, cols);
+    register_norm<16>(false, team, x, y, 1e-5f, w, b);
+    check(host(y));
+  }
 }
 
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)

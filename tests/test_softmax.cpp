@@ -117,6 +117,20 @@ TEST_CASE_TEMPLATE("softmax: finite logits of any magnitude, to +-FLT_MAX (-FLT_
   }
 }
 
+TEST_CASE_TEMPLATE("softmax: the row max in the last entry of a partial vector, far above the rest", T, ROOFTOP_ML_DTYPES) {
+  // Without the max (a tail mask one lane short) the exponentials overflow: NaN.
+  for (const std::int64_t cols : {13, 37}) {
+    CAPTURE(cols);
+    std::vector<float> v(cols, 0.0f);
+    v[cols - 1] = 200.0f;
+    auto x = matrix_of<T>(1, cols, v);
+    auto y = test::poisoned_matrix<T>(1, cols);
+    rooftop::softmax(Exec(), x, y);
+    check_softmax<T>(host(x), cols, host(y));
+    for (const double g : host(y)) REQUIRE(std::isfinite(g));
+  }
+}
+
 TEST_CASE("softmax works in place, and a NaN makes only its row NaN") {
   for (const std::size_t threshold : test::store_thresholds) {
     CAPTURE(threshold);
@@ -172,8 +186,10 @@ TEST_CASE_TEMPLATE("softmax of rows cut into pieces across threads (host, fewer 
     CAPTURE(parts);
     // Rows whose pieces differ: random; one piece masked; +-1e4 apart; beyond |m log2 e| = 2^24
     // (ExpMinusMax's other form) beside a masked piece; +-FLT_MAX; a constant 1e10; a masked
-    // piece beside logits near -1e4 (the masked piece's scale must not be the row's).
-    const std::int64_t rows = 7;
+    // piece beside logits near -1e4 (the masked piece's scale must not be the row's); the max
+    // only in the last piece, 1e4 above the rest (a scan for the largest piece that left the
+    // last out gave NaN).
+    const std::int64_t rows = 8;
     std::vector<float> v(rows * cols);
     const auto r0 = host(test::random_vector<float>(cols, -10, 10));
     for (std::int64_t c = 0; c < cols; ++c) {
@@ -185,6 +201,7 @@ TEST_CASE_TEMPLATE("softmax of rows cut into pieces across threads (host, fewer 
       v[4 * cols + c] = c % 3 ? -big : big;
       v[5 * cols + c] = 1e10f;
       v[6 * cols + c] = third == 0 ? -inf : -1e4f - static_cast<float>(c % 7);
+      v[7 * cols + c] = c < 2700 ? -1e4f : 0.01f * static_cast<float>(c % 7);
     }
     auto x = matrix_of<T>(rows, cols, v);
     auto y = test::poisoned_matrix<T>(rows, cols);
@@ -215,6 +232,12 @@ TEST_CASE_TEMPLATE("softmax of rows cut into pieces across threads (host, fewer 
     CAPTURE(cols);
     auto x = test::random_matrix<T>(1, cols, -10, 10);
     auto y = test::poisoned_matrix<T>(1, cols);
+    rooftop::softmax(Exec(), x, y);
+    check_softmax<T>(host(x), cols, host(y));
+    // The max only past the middle (in the last piece on two threads), 1e4 above the rest.
+    std::vector<float> v(cols);
+    for (std::int64_t c = 0; c < cols; ++c) v[c] = c < cols / 2 + 100 ? -1e4f : 0.01f * static_cast<float>(c % 7);
+    x = matrix_of<T>(1, cols, v);
     rooftop::softmax(Exec(), x, y);
     check_softmax<T>(host(x), cols, host(y));
   }
