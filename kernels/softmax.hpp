@@ -365,8 +365,8 @@ template <class X, class Y>
 void softmax(const X& x, const Y& y) { softmax(typename Y::execution_space{}, x, y); }
 
 /// Cost of softmax over (rows, cols) of T: 5 FLOPs per entry (compare for the max; subtract,
-/// exp, add for the sum; multiply for the output; the bf16/fp16 path evaluates exp twice but is
-/// counted the same); read x once, write y once.
+/// exp, add for the sum; multiply for the output; GPU rows longer than one register chunk
+/// evaluate exp twice but are counted the same); read x once, write y once.
 template <class T>
 constexpr Cost softmax_cost(std::int64_t rows, std::int64_t cols) {
   return {5.0 * rows * cols, bytes_of<T>(2.0 * rows * cols)};

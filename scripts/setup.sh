@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     --backend) backend="${2,,}"; shift 2 ;;
     --backend=*) backend="${1#*=}"; backend="${backend,,}"; shift ;;
     --kokkos5-headers) want_kokkos5=1; shift ;;
-    -h|--help) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
