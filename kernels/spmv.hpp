@@ -8,7 +8,8 @@
 /// Values, x and y are double, float, bf16 or fp16 (all the same type T); each row's dot
 /// product accumulates in compute_t<T> and is rounded once to T. Indices are int32 or int64.
 /// beta == 0 never reads y (y may hold NaN or garbage); an empty row gives beta * y, so 0 for
-/// the plain y = A x. Columns need not be sorted within a row for spmv (the generators sort
+/// the plain y = A x. alpha == 0 gives y = beta * y as in BLAS (and gemm): A and x are not read,
+/// so an Inf or NaN there does not turn y into NaN. Columns need not be sorted within a row for spmv (the generators sort
 /// them). x and y must not alias.
 ///
 /// Parallelization: on CPUs a thread takes contiguous blocks of rows. On AVX-512 hosts, with
@@ -30,6 +31,7 @@
 #include "../core/random.hpp"
 #include "../core/reduction.hpp"
 #include "../core/types.hpp"
+#include "stream.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -358,8 +360,9 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
 }
 }  // namespace detail
 
-/// y = alpha * A x + beta * y (beta == 0: y = alpha * A x, y not read). Throws rooftop::Error if
-/// x is not A.cols long, y is not A.rows long, or A's arrays disagree in extent.
+/// y = alpha * A x + beta * y (beta == 0: y = alpha * A x, y not read; alpha == 0: y = beta * y,
+/// A and x not read). Throws rooftop::Error if x is not A.cols long, y is not A.rows long, or
+/// A's arrays disagree in extent.
 template <class Exec, class T, class Index, class Memory, class X, class Y>
 void spmv(const Exec& exec, double alpha, const Csr<T, Index, Memory>& A, const X& x, double beta, const Y& y) {
   mandate_input<Exec, decltype(A.values), 1>();
@@ -374,6 +377,13 @@ void spmv(const Exec& exec, double alpha, const Csr<T, Index, Memory>& A, const 
                   " rows");
   detail::require_distinct_elements("spmv", "y", y);
   if (A.rows == 0) return;
+  if (alpha == 0) {  // y = beta * y: 0 * Inf or 0 * NaN (in A or x) would give NaN
+    if (beta == 0)
+      Kokkos::deep_copy(exec, y, T(0.0f));
+    else
+      scale(exec, beta, y, y);
+    return;
+  }
   using C = compute_t<T>;
   const C a = static_cast<C>(alpha), b = static_cast<C>(beta);
   if constexpr (detail::SpmvShape<Exec>::gpu)

@@ -2,8 +2,8 @@
 // spmv: every dtype and both index types against float64 on Laplacians, random sparsity,
 // matrices with empty rows (generated and built by hand), 0 rows, 0 columns, 1x1, long rows,
 // banded matrices whose runs of rows of one structure (the CPU's vector blocks) are broken
-// at every row of a block; strided x and y; alpha/beta (beta == 0 never reads y); the
-// generators' structure and reproducibility; preconditions.
+// at every row of a block; strided x and y; alpha/beta (beta == 0 never reads y, alpha == 0
+// reads neither A nor x); the generators' structure and reproducibility; preconditions.
 #include "common.hpp"
 
 #include "../benchmarks/spmv_ops.hpp"
@@ -227,6 +227,26 @@ TEST_CASE_TEMPLATE("spmv: a small matrix by hand, exact", T, ROOFTOP_DTYPES) {
   CHECK(host(y) == std::vector<double>{7, 0, 10, 0});
   rooftop::spmv(Exec(), 2.0, A, x, -1.0, y);  // 2 A x - y
   CHECK(host(y) == std::vector<double>{7, 0, 10, 0});
+}
+
+TEST_CASE_TEMPLATE("spmv: alpha == 0 gives beta * y, reading neither A nor x (Inf, NaN there)", T, ROOFTOP_DTYPES) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const auto A = csr_from_host<T, std::int32_t, Memory>(5, 3, {0, 2, 2, 3, 5, 6}, {0, 2, 1, 0, 1, 2}, {1, inf, -3, nan, 4, 2});
+  const auto x = test::poisoned_vector<T>(3);
+  const auto y = test::random_vector<T>(5);
+  const auto y0 = host(y);
+  rooftop::spmv(Exec(), 0.0, A, x, 0.5, y);
+  const auto got = host(y);
+  for (std::size_t r = 0; r < y0.size(); ++r) CHECK(got[r] == 0.5 * y0[r]);  // exact: halving
+  // beta == 0 too: zeros, y not read (it starts NaN), also through a strided y.
+  const auto ys = test::poisoned_vector<T>(2 * A.rows);
+  const auto y2 = Kokkos::subview(Kokkos::View<T**, Kokkos::LayoutRight, Memory>(ys.data(), A.rows, 2), Kokkos::ALL, 1);
+  rooftop::spmv(Exec(), 0.0, A, x, 0.0, y2);
+  const auto hy = host(ys);
+  for (std::int64_t r = 0; r < A.rows; ++r) {
+    CHECK(hy[2 * r + 1] == 0);
+    CHECK(std::isnan(hy[2 * r]));  // the other column untouched
+  }
 }
 
 TEST_CASE_TEMPLATE("laplacian_2d and laplacian_3d: stencil rows, Dirichlet boundary", T, ROOFTOP_DTYPES) {
