@@ -64,35 +64,37 @@ inline constexpr bool vector_norm_rows =
     false;
 #endif
 
-/// LayerNorm's mean and 1 / sqrt(var + eps) of a row from mean0 (its sum times inv_cols) and the
-/// sums dev and dev2 of the deviations from mean0 and of their squares (their own sum corrects
-/// the rounding of mean0, so a constant row has zero variance up to rounding). A rounding below
-/// zero is clamped to 0, but a NaN variance (a NaN or an infinity in the row) stays NaN, so the
-/// whole row comes out NaN on every path: clamped too, it had given rows with an infinity
-/// outside the one-pass shift's first 16 values -Inf and +Inf instead. dev^2 / n is taken as
-/// (dev / n) dev: dev is about n times mean0's rounding, whose square overflows for entries
-/// from about 1e21 (768 columns) where the deviations' squares do not (dev * dev had made the
-/// variance -Inf, clamped to 0: entries 1e24 +- 3.6e16 came out 2.3e19). A dev2 past FLT_MAX
-/// (finite entries whose squared deviations overflow) gives an infinite variance, scale 0 and
-/// the bias, not inf - inf.
-KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, float dev, float dev2, float inv_cols, float eps, float& mean,
-                                                 float& rstd) {
+/// LayerNorm's mean and 1 / sqrt(var + eps) of a row from mean0 (its sum times inv_cols) and
+/// dev, the sums of the deviations from mean0 and of their squares; `deviations(from)` gives
+/// those sums from another value. Their own sum corrects the rounding of mean0 (a constant row
+/// has zero variance up to rounding), and where the variance dev2 - dev^2 / n cancels more than
+/// a bit (mean0 more than a standard deviation from the mean: dev^2 / n > dev2 / 2), or where
+/// dev^2 / n or dev2 overflows (large entries, mean0 rounded far from their mean, while the
+/// squared deviations from the mean itself may stay finite: entries 1e24 +- 7.2e16, 768 of
+/// them, summed in registers on GPUs), the deviations are taken again from mean0 + dev / n.
+/// Every path computes the statistics here.
+///
+/// A rounding below zero is clamped to 0, but a NaN variance (a NaN or an infinity in the row)
+/// stays NaN, so the whole row comes out NaN on every path: clamped too, it had given rows with
+/// an infinity outside the one-pass shift's first 16 values -Inf and +Inf instead. dev^2 / n is
+/// taken as (dev / n) dev: dev is about n times mean0's rounding, whose square overflows for
+/// entries from about 1e21 (768 columns) where the deviations' squares do not (dev * dev had
+/// made the variance -Inf, clamped to 0: entries 1e24 +- 3.6e16 came out 2.3e19). A dev2 past
+/// FLT_MAX (finite entries whose squared deviations overflow) gives an infinite variance,
+/// scale 0 and the bias, not inf - inf.
+template <class Deviations>
+KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, SumPair dev, float inv_cols, float eps,
+                                                 const Deviations& deviations, float& mean, float& rstd) {
   constexpr float inf = std::numeric_limits<float>::infinity();
-  mean = mean0 + dev * inv_cols;
-  const float var = dev2 == inf ? inf : (dev2 - dev * inv_cols * dev) * inv_cols;
+  float cancelled = dev.a * inv_cols * dev.a;
+  if (cancelled > 0.5f * dev.b || cancelled == inf || dev.b == inf) {
+    mean0 += dev.a * inv_cols;
+    dev = deviations(mean0);
+    cancelled = dev.a * inv_cols * dev.a;
+  }
+  mean = mean0 + dev.a * inv_cols;
+  const float var = dev.b == inf ? inf : (dev.b - cancelled) * inv_cols;
   rstd = 1.0f / compat::sqrt((var < 0 ? 0.0f : var) + eps);
-}
-
-/// Whether LayerNorm's statistics take the deviations again, from mean0 + dev / n (every path
-/// does the same): where the variance dev2 - dev^2 / n cancels more than a bit (mean0 more than
-/// a standard deviation from the mean: dev^2 / n > dev2 / 2), or where dev^2 / n or dev2
-/// overflows (large entries, mean0 rounded far from their mean, while the squared deviations
-/// from the mean itself may stay finite: entries 1e24 +- 7.2e16, 768 of them, summed in
-/// registers on GPUs).
-KOKKOS_INLINE_FUNCTION bool layernorm_again(float dev, float dev2, float inv_cols) {
-  constexpr float inf = std::numeric_limits<float>::infinity();
-  const float cancelled = dev * inv_cols * dev;  // (as layernorm_statistics)
-  return cancelled > 0.5f * dev2 || cancelled == inf || dev2 == inf;
 }
 
 /// A row's mean0 (layernorm_statistics) from the sum of its entries; where that sum overflows
@@ -130,7 +132,7 @@ struct NormRegisterRows {
     if constexpr (rms) {
       scale = 1.0f / compat::sqrt(sum * inv_cols + eps);
     } else {
-      float mean0 = layernorm_mean0(sum, inv_cols, [&] {
+      const float mean0 = layernorm_mean0(sum, inv_cols, [&] {
         float scaled = 0.0f;
         r.each_chunk(x, v, 0.0f, held, [&](int) {
           ROOFTOP_UNROLL
@@ -150,12 +152,7 @@ struct NormRegisterRows {
         });
         return r.all(dev, SumPair{0.0f, 0.0f}, PlusPair{});
       };
-      SumPair dev = deviations(mean0);
-      if (layernorm_again(dev.a, dev.b, inv_cols)) {
-        mean0 += dev.a * inv_cols;
-        dev = deviations(mean0);
-      }
-      layernorm_statistics(mean0, dev.a, dev.b, inv_cols, eps, shift, scale);
+      layernorm_statistics(mean0, deviations(mean0), inv_cols, eps, deviations, shift, scale);
     }
     const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
     r.each_chunk(x, v, 0.0f, held, [&](const int chunk) {
@@ -291,7 +288,7 @@ struct RmsStats {
 /// over the row where it loses at most a bit: the sums of the deviations from a shift, the mean
 /// of the first 16 values. (dev2 - dev^2 / n) cancels about log2(dev2 / (n var)) bits, so
 /// where the shift lies more than a standard deviation from the mean, or the sums overflow
-/// (layernorm_again), finish takes the deviations from the mean in a second pass, as the
+/// (layernorm_statistics), finish takes the deviations from the mean in a second pass, as the
 /// portable code always does after its pass for the mean.
 struct LayerStats {
   float inv_cols, eps;
@@ -305,16 +302,12 @@ struct LayerStats {
   }
   template <class T>
   [[gnu::always_inline]] NormScale finish(const Fold& f, const T* in, std::int64_t cols) const {
-    float mean0 = f.shift_one, dev = f.deviations(), dev2 = f.squared();
-    if (layernorm_again(dev, dev2, inv_cols)) {
-      mean0 += dev * inv_cols;
-      Fold again(mean0);
-      cpu::detail::fold_row(in, cols, again);
-      dev = again.deviations();
-      dev2 = again.squared();
-    }
     NormScale s;
-    layernorm_statistics(mean0, dev, dev2, inv_cols, eps, s.shift, s.scale);
+    layernorm_statistics(f.shift_one, SumPair{f.deviations(), f.squared()}, inv_cols, eps, [&](const float from) {
+      Fold again(from);
+      cpu::detail::fold_row(in, cols, again);
+      return SumPair{again.deviations(), again.squared()};
+    }, s.shift, s.scale);
     return s;
   }
   template <class T>
@@ -495,24 +488,19 @@ on_exec_space_t<Exec> layernorm(const Exec& exec, const X& x, const Y& y, double
                            }
 #endif
                            const auto in = r.input(x, cols);
-                           float mean0 = detail::layernorm_mean0(r.reduce(cols, 0.0f, in, detail::Plus{}), inv_cols, [&] {
+                           const float mean0 = detail::layernorm_mean0(r.reduce(cols, 0.0f, in, detail::Plus{}), inv_cols, [&] {
                              return r.reduce(cols, 0.0f, [&](const std::int64_t c) { return in(c) * inv_cols; }, detail::Plus{});
                            });
                            // Corrected two-pass (layernorm_statistics), both sums in one pass
-                           // (the row is in cache); again where layernorm_again says.
+                           // (the row is in cache); again where layernorm_statistics says.
                            auto deviations = [&](const float from) {
                              return r.reduce_sums(cols, [&](const std::int64_t c) {
                                const float d = in(c) - from;
                                return detail::SumPair{d, d * d};
                              });
                            };
-                           detail::SumPair dev = deviations(mean0);
-                           if (detail::layernorm_again(dev.a, dev.b, inv_cols)) {
-                             mean0 += dev.a * inv_cols;
-                             dev = deviations(mean0);
-                           }
                            float mean, rstd;
-                           detail::layernorm_statistics(mean0, dev.a, dev.b, inv_cols, e, mean, rstd);
+                           detail::layernorm_statistics(mean0, deviations(mean0), inv_cols, e, deviations, mean, rstd);
                            // One loop per case, so none loads a parameter under a condition
                            // (which would keep the loop from vectorizing). A multiply and an
                            // add, not compat::fma: with fmaf GCC 12 left these loops scalar
