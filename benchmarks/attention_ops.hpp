@@ -77,9 +77,11 @@ using Tensor = Kokkos::View<T****, Kokkos::LayoutRight, BackendMemory>;
 constexpr std::int64_t batch = 1, heads = 8, head_dim = 64;
 
 /// Query rows verify() checks against float64 (O(seq * head_dim) each; the whole O(seq^2)
-/// reference would take minutes at the main-memory size), spread evenly over batch, heads and
-/// seq. Every row is also checked to be written and within |O| <= max |V| (see verify).
-constexpr std::int64_t verified_rows = 64;
+/// reference would take minutes at the main-memory size): this many spread evenly over batch,
+/// heads and seq (every block of 64 consecutive rows at the largest size holds one), plus every
+/// head's first and last query (the last, causal, sees every key). Every row is also checked
+/// to be written and within |O| <= max |V| (see verify).
+constexpr std::int64_t verified_rows = 512;
 
 template <class T>
 Cost cost(const Shape& s, bool causal) {
@@ -118,8 +120,14 @@ OpInstance make(const Exec& exec, const Shape& s, bool causal, std::uint64_t see
           << ": not written, or beyond |O| <= max |V| = 1";
       return msg.str();
     }
-    for (std::int64_t r = 0; r < std::min(rows, verified_rows); ++r) {
-      const std::int64_t row = rows <= verified_rows ? r : r * (rows - 1) / (verified_rows - 1);
+    std::vector<std::int64_t> checked;
+    for (std::int64_t r = 0; r < std::min(rows, verified_rows); ++r)
+      checked.push_back(rows <= verified_rows ? r : r * (rows - 1) / (verified_rows - 1));
+    for (std::int64_t bh = 0; bh < b * h && rows > verified_rows; ++bh) {
+      checked.push_back(bh * seq);
+      checked.push_back(bh * seq + seq - 1);
+    }
+    for (const std::int64_t row : checked) {
       const std::int64_t bh = row / seq, i = row % seq;
       const std::int64_t visible = causal ? i + 1 : seq;
       const std::string error = reference::attention_row<T>(&hq[row * d], &hk[bh * seq * d], &hv[bh * seq * d], visible, d,

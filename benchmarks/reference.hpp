@@ -65,9 +65,18 @@ double tolerance(double want, double scale, double fp32_roundings) {
 /// Row-wise ops accumulate a row through rooftop's fold: its depth bounds the roundings.
 inline double row_roundings(std::int64_t cols) { return detail::reduction_depth(cols) + 16; }
 
-/// Entry (i, j) of gemm, C = alpha * op(A) op(B) + beta * C0, against float64: a(kk) and b(kk)
-/// give op(A)(i, kk) and op(B)(kk, j) as float64. The bound: k sequential FMAs and the alpha/beta
-/// update in Acc relative to the sum of |terms|, one rounding to C's type TC. "" or what is wrong.
+/// The bound on an entry of gemm, C = alpha * op(A) op(B) + beta * C0, that is `want` in
+/// float64, where `mag` is the sum of |op(A)(i, kk) op(B)(kk, j)| over k and beta_c0 is beta *
+/// C0(i, j): k sequential FMAs and the alpha/beta update in Acc relative to the sum of |terms|,
+/// one rounding to C's type TC.
+template <class Acc, class TC>
+double gemm_bound(std::int64_t k, double alpha, double mag, double beta_c0, double want) {
+  return static_cast<double>(k + 3) * epsilon<Acc>() * (std::abs(alpha) * mag + std::abs(beta_c0)) + epsilon<TC>() * std::abs(want) +
+         denorm_min<TC>();
+}
+
+/// Entry (i, j) of gemm against float64: a(kk) and b(kk) give op(A)(i, kk) and op(B)(kk, j) as
+/// float64; the bound is gemm_bound's. "" or what is wrong.
 template <class Acc, class TC, class OpA, class OpB>
 std::string gemm_entry(const OpA& a, const OpB& b, std::int64_t k, double alpha, double beta, double c0, double got) {
   double dot = 0, mag = 0;
@@ -77,9 +86,7 @@ std::string gemm_entry(const OpA& a, const OpB& b, std::int64_t k, double alpha,
   }
   const double beta_c0 = beta == 0 ? 0.0 : beta * c0;  // beta = 0 never reads C0 (which may be NaN)
   const double want = alpha * dot + beta_c0;
-  const double tol = static_cast<double>(k + 3) * epsilon<Acc>() * (std::abs(alpha) * mag + std::abs(beta_c0)) +
-                     epsilon<TC>() * std::abs(want) + denorm_min<TC>();
-  if (std::abs(got - want) <= tol) return "";
+  if (std::abs(got - want) <= gemm_bound<Acc, TC>(k, alpha, mag, beta_c0, want)) return "";
   std::ostringstream msg;
   msg.precision(9);
   msg << "is " << got << ", expected " << want;
@@ -102,9 +109,9 @@ std::string compare(const std::vector<double>& got, const std::vector<double>& w
 }
 
 /// The index of the first element of `got` that is not a number of magnitude at most `bound`
-/// (NaN fails), or -1. For the ops whose float64 reference is checked at sampled entries only
-/// (gemm, attention at main-memory sizes): every entry must at least have been written (the
-/// outputs start as NaN) and lie within what its inputs allow.
+/// (NaN fails), or -1. For attention, whose float64 reference is checked at sampled rows only:
+/// every entry must at least have been written (the outputs start as NaN) and lie within what
+/// its inputs allow.
 inline std::int64_t first_outside(const std::vector<double>& got, double bound) {
   for (std::size_t i = 0; i < got.size(); ++i)
     if (!(std::abs(got[i]) <= bound)) return static_cast<std::int64_t>(i);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rooftop::harness {
@@ -222,13 +223,23 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   return o.str();
 }
 
-/// Writes `text` to `path`; throws std::runtime_error naming the path on failure, including a
-/// failure that shows only when the buffered text is flushed on closing (a full disk).
-inline void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  f.close();
-  if (!f) throw std::runtime_error("cannot write " + path);
+/// Writes each (path, text): first to path + ".tmp", then, once every one is written, renames
+/// them into place, so a failed write (a full disk) leaves the files as they were rather than
+/// a report whose JSON is new and complete but whose CSV is empty. Throws std::runtime_error
+/// naming the path on failure, including a failure that shows only when the buffered text is
+/// flushed on closing.
+inline void write_files(const std::vector<std::pair<std::string, std::string>>& files) {
+  for (const auto& [path, text] : files) {
+    std::ofstream f(path + ".tmp");
+    f << text;
+    f.close();
+    if (!f) {
+      for (const auto& written : files) std::remove((written.first + ".tmp").c_str());
+      throw std::runtime_error("cannot write " + path);
+    }
+  }
+  for (const auto& [path, text] : files)
+    if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace rooftop::harness

@@ -24,6 +24,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <utility>
 
 using namespace rooftop;
@@ -281,7 +282,16 @@ int run(Options opt) {
     ops.push_back(s);
   }
   std::vector<DType> dtypes;
-  for (const auto& d : names(opt.dtypes, "--dtypes")) dtypes.push_back(parse_dtype(d));
+  for (const auto& d : names(opt.dtypes, "--dtypes")) {
+    const DType t = parse_dtype(d);
+    if (std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end())  // fp32 and float, say
+      throw std::invalid_argument("--dtypes names " + std::string(dtype_name(t)) + " twice ('" + d + "')");
+    dtypes.push_back(t);
+  }
+  for (std::size_t i = 0; i < opt.sizes.size(); ++i)
+    if (std::find(opt.sizes.begin(), opt.sizes.begin() + static_cast<std::ptrdiff_t>(i), opt.sizes[i]) !=
+        opt.sizes.begin() + static_cast<std::ptrdiff_t>(i))
+      throw std::invalid_argument("--sizes names " + std::to_string(opt.sizes[i]) + " twice");
   // Checked now, not after the ceilings' minute: at least one op runs in one of the dtypes.
   if (std::none_of(ops.begin(), ops.end(), [&](const OpSpec* s) {
         return std::any_of(dtypes.begin(), dtypes.end(),
@@ -290,15 +300,16 @@ int run(Options opt) {
     throw std::invalid_argument("nothing to run: none of the ops supports the dtypes asked for");
   std::filesystem::create_directories(opt.out);
   const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
-  // Checked now, not after a sweep of many minutes: each of the report's files must be
-  // writable (opened to append, so an earlier report stays until it is replaced; a file this
-  // made is removed again).
+  // Checked now, not after a sweep of many minutes: each of the report's files can be written
+  // as write_files does it (path.tmp, renamed into place), so an earlier report stays until it
+  // is replaced.
   const std::string report_paths[] = {json_path, csv_path, svg_path};
   for (const std::string& path : report_paths) {
-    const bool existed = std::filesystem::exists(path);
-    if (!std::ofstream(path, std::ios::app))
+    const bool ok = static_cast<bool>(std::ofstream(path + ".tmp"));
+    std::error_code ignored;
+    std::filesystem::remove(path + ".tmp", ignored);
+    if (!ok || std::filesystem::is_directory(path))
       throw std::invalid_argument("cannot write " + path + " (--out '" + opt.out + "')");
-    if (!existed) std::filesystem::remove(path);
   }
   const std::uint64_t seed = opt.seed_given ? opt.seed : std::random_device{}();
 
@@ -394,9 +405,7 @@ int run(Options opt) {
       if (!errors[k].empty())
         errored.push_back({{"op", plan[k].spec->name}, {"dtype", dtype_name(plan[k].dtype)}, {"shape", plan[k].shape}, {"error", errors[k]}});
     if (!errored.empty()) report["errors"] = errored;
-    write_file(json_path, report.dump(2) + "\n");
-    write_file(csv_path, to_csv(done));
-    write_file(svg_path, to_svg(sys, ceilings, done));
+    write_files({{json_path, report.dump(2) + "\n"}, {csv_path, to_csv(done)}, {svg_path, to_svg(sys, ceilings, done)}});
   };
   // Best-of-many, like STREAM, and spread over rounds: on a shared machine the bandwidth
   // drifts by tens of percent over seconds, so the samples of each op are taken in several
@@ -582,6 +591,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   opt.seed_given = app.count("--seed") > 0;
   opt.ops_given = app.count("--ops") > 0;
+  // `--ops --out x` gives --ops the value "--out" (and leaves x over): say what is missing.
+  const char* const valued[] = {"--ops", "--dtypes", "--out"};
+  const std::string* const values[] = {&opt.ops, &opt.dtypes, &opt.out};
+  for (int i = 0; i < 3; ++i)
+    if (values[i]->rfind("--", 0) == 0) {
+      std::fprintf(stderr, "rooftop: %s needs a value (got the option '%s')\n", valued[i], values[i]->c_str());
+      return 2;
+    }
   for (const auto& extra : app.remaining())
     if (extra.rfind("--kokkos", 0) != 0) {
       std::fprintf(stderr, "rooftop: unknown argument '%s' (see --help)\n", extra.c_str());
