@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Reductions (sum, max, nrm2) over every dtype and size, against a float64 host reference;
-// exactness on integers; empty inputs; NaN; range.
+// exactness on integers; empty inputs; NaN; range; the host kernels' four-region tails.
 #include "common.hpp"
 
 #include <rooftop/kernels/reduce.hpp>
@@ -204,4 +204,68 @@ TEST_CASE("nrm2 neither overflows nor underflows for fp32 data") {
   Kokkos::deep_copy(tiny, 1e-30f); // squares 1e-60 underflow fp32
   CHECK(rooftop::nrm2(Exec(), big) == doctest::Approx(1e30 * std::sqrt(1000.0)).epsilon(1e-6));
   CHECK(rooftop::nrm2(Exec(), tiny) == doctest::Approx(1e-30 * std::sqrt(1000.0)).epsilon(1e-6));
+}
+
+// rooftop::sum, nrm2 and max pass the host kernels regions of whole 4096-element blocks only
+// (detail::reduce_regions), so the regions' last elements past whole registers are reached by
+// direct calls alone.
+#if defined(ROOFTOP_HAS_FLOAT_LANES)
+TEST_CASE_TEMPLATE("cpu::sum_partials and sum_square_partials: every element of four regions whose length is not whole lanes", T,
+                   float, rooftop::bf16, rooftop::fp16) {
+  constexpr std::int64_t region = 64, lanes = static_cast<std::int64_t>(cpu::float_lanes);
+  std::vector<T> x(4 * region);
+  for (std::int64_t i = 0; i < 4 * region; ++i) x[i] = T(static_cast<float>(i % 7 + 1));
+  const std::int64_t counts[] = {1, lanes - 1, lanes + 5, region};
+  for (const std::int64_t count : counts) {
+    CAPTURE(count);
+    double want = 0, want_squares = 0;
+    for (int r = 0; r < 4; ++r)
+      for (std::int64_t i = 0; i < count; ++i) {
+        const double v = static_cast<float>(x[r * region + i]);
+        want += v;
+        want_squares += v * v;
+      }
+    alignas(64) float part[cpu::float_partials];
+    cpu::sum_partials(x.data(), count, part, region);
+    double got = 0;
+    for (const float p : part) got += p;
+    CHECK(got == want);  // small integers: exact
+    alignas(64) double squares[cpu::float_partials];
+    cpu::sum_square_partials(x.data(), count, squares, region);
+    double got_squares = 0;
+    for (const double p : squares) got_squares += p;
+    CHECK(got_squares == want_squares);
+  }
+}
+#endif
+
+TEST_CASE_TEMPLATE("cpu::nan_max and max_of_bits over four regions whose length is not whole registers: every region's last element counts",
+                   T, float, double, rooftop::bf16) {
+#if !defined(ROOFTOP_HAS_BITS_MAX)
+  if constexpr (sizeof(T) == 2) return;  // (no max of bits on this host)
+#endif
+  constexpr std::int64_t region = 64;
+  const std::int64_t counts[] = {1, 7, 21, region};
+  const float specials[] = {5.0f, std::numeric_limits<float>::quiet_NaN()};
+  for (const std::int64_t count : counts)
+    for (int r = 0; r < 4; ++r)
+      for (const float special : specials) {
+        CAPTURE(count);
+        CAPTURE(r);
+        CAPTURE(special);
+        std::vector<T> x(4 * region, T(-1.0f));
+        x[r * region + count - 1] = T(special);
+        double got = 0;
+        if constexpr (sizeof(T) == 2) {
+#if defined(ROOFTOP_HAS_BITS_MAX)
+          got = cpu::max_of_bits(x.data(), count, T(std::numeric_limits<float>::infinity()).bits, region, count);
+#endif
+        } else {
+          got = cpu::nan_max(x.data(), count, region, count);
+        }
+        if (std::isnan(special))
+          CHECK(std::isnan(got));
+        else
+          CHECK(got == 5.0);
+      }
 }
