@@ -8,9 +8,9 @@
 /// Values, x and y are double, float, bf16 or fp16 (all the same type T); each row's dot
 /// product accumulates in compute_t<T> and is rounded once to T. Indices are int32 or int64.
 /// beta == 0 never reads y (y may hold NaN or garbage); an empty row gives beta * y, so 0 for
-/// the plain y = A x. alpha == 0 gives y = beta * y as in BLAS (and gemm): A and x are not read,
-/// so an Inf or NaN there does not turn y into NaN. Columns need not be sorted within a row for spmv (the generators sort
-/// them). x and y must not alias.
+/// the plain y = A x. alpha == 0 gives y = beta * y as in BLAS (and gemm): A and x are not
+/// read, so an Inf or NaN there does not turn y into NaN. Columns need not be sorted within a
+/// row for spmv (the generators sort them). x and y must not alias.
 ///
 /// Parallelization: on CPUs a thread takes contiguous blocks of rows. On AVX-512 hosts, with
 /// x and y of stride 1, runs of 16 rows (8 for fp64) of one structure (each
