@@ -164,7 +164,7 @@ inline void append_attention_ops(std::vector<OpSpec>& t) {
       const auto seq = static_cast<std::int64_t>(std::lround(working_set / per_seq / 64)) * 64;
       return std::vector<Shape>{{attn::batch, attn::heads, std::clamp<std::int64_t>(seq, 64, 4096), attn::head_dim}};
     };
-    s.shape_of_size = [](std::int64_t n) { return Shape{attn::batch, attn::heads, n, attn::head_dim}; };
+    s.shapes_of_size = [](std::int64_t n) { return std::vector<Shape>{{attn::batch, attn::heads, n, attn::head_dim}}; };
     t.push_back(s);
   }
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
-/// gemm's entry in the op table: square C = A * B (LayoutRight, beta = 0, C of the inputs'
-/// dtype) at n = 512 (the cache-resident sweep) and n = 2048 (main memory), verified against
+/// gemm's entries in the op table: `gemm`, square C = A * B (LayoutRight, beta = 0, C of the
+/// inputs' dtype) at n = 512 (the cache-resident sweep) and n = 2048 (main memory), and
+/// `linear`, a decode step y = x W^T (nn.Linear's layout) of 1 and 8 rows; verified against
 /// float64 after timing.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <string>
 #include <vector>
 
 namespace rooftop::harness {
@@ -81,6 +83,36 @@ OpInstance square(const Exec& exec, const Shape& shape, std::uint64_t seed) {
   return op;
 }
 
+/// nn.Linear without bias, y = x W^T: x (m x k) and W (n x k) row-major, y (m x n), beta = 0 (on
+/// CPUs gemm's skinny path for m <= 8: W read once, in place). Every entry of y against float64.
+template <class T>
+OpInstance linear(const Exec& exec, const Shape& shape, std::uint64_t seed) {
+  const std::int64_t m = shape[0], n = shape[1], k = shape[2];
+  Matrix<T> x("rooftop::x", m, k), w("rooftop::w", n, k), y("rooftop::y", m, n);
+  fill_uniform(exec, flat(x), seed, -1, 1);
+  fill_uniform(exec, flat(w), seed + 1, -1, 1);
+  fill_nan(exec, flat(y));  // beta = 0: must not leak into y
+  OpInstance op;
+  op.cost = gemm_cost<T>(m, n, k);
+  op.matrix_units = gemm_uses_matrix_units<Exec, T, T>;  // (the CPU's bf16 pairs are the tiled driver's)
+  op.shape = shape;
+  op.run = [=] { rooftop::gemm(exec, Trans::none, x, Trans::transpose, w, y); };
+  op.verify = [=]() -> std::string {
+    const auto hx = to_host_flat(x), hw = to_host_flat(w), hy = to_host_flat(y);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double* const xi = hx.data() + i * k;
+        const double* const wj = hw.data() + j * k;
+        const std::string bad = reference::gemm_entry<compute_t<T>, T>([&](std::int64_t kk) { return xi[kk]; },
+                                                                     [&](std::int64_t kk) { return wj[kk]; }, k, 1.0, 0.0, 0.0,
+                                                                     hy[i * n + j]);
+        if (!bad.empty()) return "y(" + std::to_string(i) + ", " + std::to_string(j) + ") " + bad;
+      }
+    return "";
+  };
+  return op;
+}
+
 }  // namespace gemm_entry
 
 /// Appends gemm to the op table.
@@ -96,8 +128,23 @@ inline void append_gemm_ops(std::vector<OpSpec>& t) {
     const std::int64_t n = working_set >= 64e6 ? 2048 : 512;
     return std::vector<Shape>{{n, n, n}};
   };
-  s.shape_of_size = [](std::int64_t n) { return Shape{n, n, n}; };
+  s.shapes_of_size = [](std::int64_t n) { return std::vector<Shape>{{n, n, n}}; };
   t.push_back(s);
+
+  // A decode step: 1 and 8 tokens times a square weight that fills the working set (memory-
+  // bound: 2m FLOPs per weight element), n a multiple of 64.
+  OpSpec lin = detail::typed_spec(
+      "linear", [](auto tag, const Shape& sh) { return gemm_cost<typename decltype(tag)::type>(sh[0], sh[1], sh[2]); },
+      [](auto tag, const Exec& e, const Shape& sh, std::uint64_t seed) {
+        return gemm_entry::linear<typename decltype(tag)::type>(e, sh, seed);
+      });
+  lin.shapes_at = [cost = lin.cost](DType d, double working_set) {
+    const double element = cost(d, Shape{1, 1, 1}).bytes / 3;  // x, W and y of one element each
+    const std::int64_t n = std::max<std::int64_t>(64, static_cast<std::int64_t>(std::sqrt(working_set / element)) / 64 * 64);
+    return std::vector<Shape>{{1, n, n}, {8, n, n}};
+  };
+  lin.shapes_of_size = [](std::int64_t n) { return std::vector<Shape>{{1, n, n}, {8, n, n}}; };
+  t.push_back(lin);
 }
 
 }  // namespace rooftop::harness

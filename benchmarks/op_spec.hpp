@@ -69,8 +69,8 @@ struct OpSpec {
   /// When set, the shapes the sweep runs at a working set, for ops whose shape is neither n
   /// elements nor (rows, cols) (a grid, an n x n x n GEMM, a batch of sequences).
   std::function<std::vector<Shape>(DType, double working_set)> shapes_at;
-  /// When set, the shape `--sizes n` means for such an op (e.g. an n^3 grid, an n x n GEMM).
-  std::function<Shape(std::int64_t n)> shape_of_size;
+  /// When set, the shapes `--sizes n` means for such an op (e.g. an n^3 grid, an n x n GEMM).
+  std::function<std::vector<Shape>(std::int64_t n)> shapes_of_size;
 
   /// Shapes whose compulsory bytes are about `working_set` (at least one element or row).
   std::vector<Shape> shapes_for(DType d, double working_set) const {
@@ -85,7 +85,7 @@ struct OpSpec {
   }
   /// Shapes of `n` elements in all (--sizes).
   std::vector<Shape> shapes_of_elements(std::int64_t n) const {
-    if (shape_of_size) return {shape_of_size(n)};
+    if (shapes_of_size) return shapes_of_size(n);
     if (row_lengths.empty()) return {{n}};
     std::vector<Shape> out;
     for (std::int64_t cols : row_lengths) out.push_back({std::max<std::int64_t>(1, n / cols), cols});
@@ -207,7 +207,7 @@ inline void size_as_cube(OpSpec& s, int dims) {
     if (working_set - bytes(n) > bytes(n + 1) - working_set) ++n;
     return std::vector<Shape>{Shape(dims, n)};
   };
-  s.shape_of_size = [dims](std::int64_t n) { return Shape(dims, n); };
+  s.shapes_of_size = [dims](std::int64_t n) { return std::vector<Shape>{Shape(dims, n)}; };
 }
 
 #define ROOFTOP_COST_OF(cost_fn)                                                                                   \

@@ -772,7 +772,13 @@ void with_skinny_rows(int mm, const Run& run) {
 /// The library (this code, against the tiled driver in the same phase, separate processes): fp32 M = 1 /
 /// 2 / 4 / 8 13.6 / 13.7 / 13.9 / 11.3 -> 30.7 / 25.9 / 25.0 / 19.4 GB/s; bf16 (C fp32) M = 1
 /// 12.9 -> 18.9, M = 4 11.8 -> 15.0 (fp16 9.0 -> 20.2, 9.5 -> 15.4), but M = 8 9.8 -> 8.4 (the
-/// tiled driver's bf16 pairs), so 2-byte op(B) with more than 4 rows of op(A) stays tiled.
+/// tiled driver's bf16 pairs), so 2-byte op(B) with more than 4 rows of op(A) stayed tiled.
+/// With AVX-512, 2 to 8 rows take cpu::skinny_rows_block, which loads each register of the
+/// four rows of op(B) once for all rows of C (the loop here loads them again for each): Zen 5
+/// VM, 2 threads, op(B) 4096 x 4096, GB/s of op(B), fp32 M = 2 / 4 / 8 29.1-29.3 / 24.7-24.8 /
+/// 19.8-20.4 -> 39.2-44.6 / 32.6-35.2 / 22.3-28.0; bf16 M = 4 23.9-25.9 -> 34.1-35.4, and M = 8
+/// 23.1-24.4 against the tiled driver's 18.6-21.1, so there 2-byte op(B) takes this path at M = 8
+/// too.
 inline constexpr std::int64_t skinny_slab = 256;
 template <class Exec, class P, class A>
 void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
@@ -790,6 +796,7 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
                                              batch * slabs * mm * n);
   auto run = [&](auto rows) {
     constexpr int MM = decltype(rows)::value;
+    constexpr bool rows_block = MM >= 2 && cpu::has_skinny_blocks<Acc, TB>;
     Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * slabs * stretches), [=](const std::int64_t item) {
       const std::int64_t bt = item / (slabs * stretches), s = item / stretches % slabs;
       const std::int64_t j0 = item % stretches * stretch, j1 = std::min(n, j0 + stretch);
@@ -813,6 +820,14 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
         Acc av[MM][4];
         for (int i = 0; i < MM; ++i)
           for (int u = 0; u < 4; ++u) av[i][u] = ab[i * k + kk + u];
+#if defined(ROOFTOP_HAS_GEMM_BLOCK)
+        if constexpr (rows_block) {
+          const TB* const b[4] = {p.b.address(bt, kk, j0), p.b.address(bt, kk + 1, j0), p.b.address(bt, kk + 2, j0),
+                                  p.b.address(bt, kk + 3, j0)};
+          cpu::skinny_rows_block<MM>(j1 - j0, b, av, sums + j0, n);
+          continue;
+        }
+#endif
         for (std::int64_t j = j0; j < j1; j += chunk) {
           const std::int64_t len = std::min(chunk, j1 - j);
           const Acc* const b0 = row_run(kk, 0, j, len);
@@ -879,17 +894,20 @@ inline constexpr std::int64_t skinny_stretch = 256;
 /// threads, Zen 4 VM, op(B) 4096 x 4096 (C fp32), one process alternating with the tiled
 /// driver, medians of 11, GB/s of op(B): fp32 M = 1 / 2 / 4 / 8 2.1-2.4 -> 28.9 / 28.7 / 30.2
 /// / 20.7 (9.1-13.4x), bf16 2.9-3.1 -> 28.5 / 30.1 / 25.6 / 13.8 (4.7-9.8x); M = 1, 11008 x
-/// 4096 (a model's MLP), fp32 4.7x, bf16 7.4x. M = 8 keeps part of its accumulators in memory
-/// (GCC), hence its lower rate.
+/// 4096 (a model's MLP), fp32 4.7x, bf16 7.4x. M = 4 and 8 are bound by the core, not the
+/// memory: with AVX-512 their step is cpu::skinny_dot_block, each register of op(A) and op(B)
+/// loaded once (GCC's code loaded op(A) again for every column; Zen 5 VM, 2 threads, fp32 M = 8
+/// 18.4-20.6 -> 23.0-29.8 GB/s, bf16 11.5-12.9 -> 15.7-18.0, alternated in one phase).
 template <class Exec, class P>
 bool gemm_cpu_skinny(const Exec& exec, const P& p) {
   using Acc = decltype(p.alpha);
   using TB = std::remove_cv_t<typename P::B::value_type>;
   constexpr int lanes = 64 / static_cast<int>(sizeof(Acc));
-  // (2-byte rows of op(B) widened for 8 rows of op(A) ran slower than the tiled driver: see
-  // gemm_cpu_skinny_rows.)
+  // (2-byte rows of op(B) for more than 4 rows of op(A) ran slower than the tiled driver
+  // without cpu::skinny_rows_block: see gemm_cpu_skinny_rows.)
   const bool columns_contiguous = p.b.stride_i() == 1;
-  const bool rows_contiguous = p.b.stride_k() == 1 && (sizeof(TB) >= sizeof(float) || p.m <= 4);
+  const bool rows_contiguous =
+      p.b.stride_k() == 1 && (sizeof(TB) >= sizeof(float) || p.m <= 4 || cpu::has_skinny_blocks<Acc, TB>);
   if (!(columns_contiguous || rows_contiguous) || p.k == 0) return false;
   const std::int64_t m = p.m, n = p.n, k = p.k, batch = p.batch;
   const int mm = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
@@ -910,7 +928,12 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
     return true;
   }
   auto run = [&](auto rows) {
-    constexpr int MM = decltype(rows)::value, columns = MM <= 4 ? 4 : 2;
+    constexpr int MM = decltype(rows)::value;
+    // 4 or 8 rows (bound by the core, not the memory) take cpu::skinny_dot_block where it runs,
+    // 8 rows with 3 columns (24 accumulators, 11 loads per 24 FMAs); the portable loop keeps 2
+    // (its array spills beyond 16 accumulators).
+    constexpr bool dot_block = MM >= 4 && cpu::has_skinny_blocks<Acc, TB>;
+    constexpr int columns = MM <= 4 ? 4 : dot_block ? 3 : 2;
     const std::int64_t items = (n + columns - 1) / columns;
     Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * items), [=](const std::int64_t item) {
       const std::int64_t bt = item / items, j0 = item % items * columns;
@@ -923,6 +946,11 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
       for (std::int64_t k0 = 0; k0 < whole; k0 += skinny_stretch * lanes) {
         const std::int64_t k1 = std::min(whole, k0 + skinny_stretch * lanes);
         Acc part[MM][columns][lanes] = {};
+#if defined(ROOFTOP_HAS_GEMM_BLOCK)
+        if constexpr (dot_block) {
+          cpu::skinny_dot_block<MM, columns>(k0, k1, ab, k, col, &part[0][0][0]);
+        } else
+#endif
         for (std::int64_t kk = k0; kk < k1; kk += lanes) {
           Acc bv[columns][lanes];
           ROOFTOP_UNROLL

@@ -10,9 +10,12 @@
 #pragma once
 
 #include "../../core/types.hpp"
+#include "convert.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if !defined(__CUDA_ARCH__) && defined(__FMA__) && (defined(__AVX512F__) || defined(__AVX2__))
 #include <immintrin.h>
@@ -28,6 +31,10 @@ inline constexpr bool has_gemm_block = false;
 /// gemm_block runs, else 64 bytes.
 template <class Acc>
 inline constexpr int gemm_block_columns = 64 / static_cast<int>(sizeof(Acc));
+/// Whether skinny_dot_block and skinny_rows_block run for Acc and op(B) of TB: AVX-512 (a
+/// register of 64 bytes of Acc), fp64, or fp32 accumulation with fp32, bf16 or fp16 op(B).
+template <class Acc, class TB>
+inline constexpr bool has_skinny_blocks = false;
 
 #if defined(ROOFTOP_HAS_GEMM_BLOCK)
 namespace detail {
@@ -117,6 +124,92 @@ template <int MR, int NR, bool accumulate = true, class Acc>
     for (int w = 0; w < W; ++w) {
       Acc* const to = c + i * ldc + w * L::width;
       L::store(to, accumulate ? L::add(L::load(to), acc[i][w]) : acc[i][w]);
+    }
+}
+
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+template <>
+inline constexpr bool has_skinny_blocks<double, double> = true;
+template <>
+inline constexpr bool has_skinny_blocks<float, float> = true;
+template <>
+inline constexpr bool has_skinny_blocks<float, bf16> = true;
+template <>
+inline constexpr bool has_skinny_blocks<float, fp16> = true;
+#endif
+
+/// part[(i C + c) W + l] = sum over kk in [k0, k1) (steps of W = 64 / sizeof(Acc)) of
+/// a[i a_i + kk + l] b[c][kk + l], one fma per lane and step from 0 (gemm_cpu_skinny's
+/// accumulators with op(B)'s columns contiguous: the same operations as its portable loop, so
+/// the same values), for i < MM, c < C. Each register of A and B is loaded once per step: GCC
+/// folds a vector used by several FMAs into each as a memory operand, and this VM's Zen 5
+/// loads about one 64-byte register per cycle (3.1 G/s, two FMAs per cycle), so 8 rows and 2
+/// columns took 18 loads per 16 FMAs (93 GFLOP/s on one thread, data in L1) where 10 are
+/// needed (149; 188 with C = 3). The empty asm statement hands the register to no instruction
+/// and keeps GCC from refolding the load.
+template <int MM, int C, class Acc, class TB>
+[[gnu::always_inline]] inline void skinny_dot_block(std::int64_t k0, std::int64_t k1, const Acc* a, std::int64_t a_i,
+                                                    const TB* const* b, Acc* part) {
+  static_assert(has_skinny_blocks<Acc, TB>, "skinny_dot_block: see has_skinny_blocks");
+  using L = detail::GemmLanes<Acc>;
+  using V = typename L::V;
+  V acc[MM][C];
+  for (int i = 0; i < MM; ++i)
+    for (int c = 0; c < C; ++c) acc[i][c] = L::splat(Acc(0));
+  for (std::int64_t kk = k0; kk < k1; kk += L::width) {
+    V bk[C];
+    for (int c = 0; c < C; ++c) {
+      if constexpr (std::is_same_v<TB, Acc>) {
+        bk[c] = L::load(b[c] + kk);
+      } else {
+        bk[c] = load16(b[c] + kk);  // bf16 or fp16 widened exactly
+      }
+      asm("" : "+v"(bk[c]));
+    }
+    for (int i = 0; i < MM; ++i) {
+      V ai = L::load(a + i * a_i + kk);
+      asm("" : "+v"(ai));
+      for (int c = 0; c < C; ++c) acc[i][c] = L::fma(ai, bk[c], acc[i][c]);
+    }
+  }
+  for (int i = 0; i < MM; ++i)
+    for (int c = 0; c < C; ++c) L::store(part + (i * C + c) * L::width, acc[i][c]);
+}
+
+/// out[i n + j] += a[i][0] b[0][j] + ... + a[i][3] b[3][j] for i < MM, j < len, as four fmas in
+/// turn from out[i n + j] (gemm_cpu_skinny_rows's step over four rows of op(B): the same
+/// operations as its portable loop, so the same values; 2-byte op(B) widened as loaded). Each
+/// register of the four rows is loaded once for the MM rows of C (see skinny_dot_block: the
+/// portable loop, rows of C outermost, loaded op(B) again for each: 2 threads, op(B) 4096 x
+/// 4096 fp32, M = 2 / 4 / 8 ran at 25.7 / 22.5 / 17.7 GB/s against M = 1's 51.6).
+template <int MM, class Acc, class TB>
+[[gnu::always_inline]] inline void skinny_rows_block(std::int64_t len, const TB* const* b, const Acc (*a)[4], Acc* out,
+                                                     std::int64_t n) {
+  static_assert(has_skinny_blocks<Acc, TB>, "skinny_rows_block: see has_skinny_blocks");
+  using L = detail::GemmLanes<Acc>;
+  using V = typename L::V;
+  std::int64_t j = 0;
+  for (; j + L::width <= len; j += L::width) {
+    V bu[4];
+    for (int u = 0; u < 4; ++u) {
+      if constexpr (std::is_same_v<TB, Acc>) {
+        bu[u] = L::load(b[u] + j);
+      } else {
+        bu[u] = load16(b[u] + j);
+      }
+      asm("" : "+v"(bu[u]));
+    }
+    for (int i = 0; i < MM; ++i) {
+      V o = L::load(out + i * n + j);
+      for (int u = 0; u < 4; ++u) o = L::fma(L::splat(a[i][u]), bu[u], o);
+      L::store(out + i * n + j, o);
+    }
+  }
+  for (; j < len; ++j)
+    for (int i = 0; i < MM; ++i) {
+      Acc o = out[i * n + j];
+      for (int u = 0; u < 4; ++u) o = std::fma(a[i][u], static_cast<Acc>(b[u][j]), o);
+      out[i * n + j] = o;
     }
 }
 #endif
