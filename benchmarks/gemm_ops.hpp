@@ -25,7 +25,7 @@ template <class T>
 using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory>;
 
 /// C = A B (A m x k, B k x n, row-major) in float64, and the sums of |A(i, kk) B(kk, j)| the
-/// bound needs (reference::gemm_bound), for every entry: on the host's threads, 8 rows of C at a
+/// bound needs (entry_bound), for every entry: on the host's threads, 8 rows of C at a
 /// time in i-k-j order (each row of B read once per 8 rows; the inner loops vectorize). n =
 /// 2048 is 8.6e9 multiply-adds: about a second or two on 2 cores.
 inline void host_product(const std::vector<double>& a, const std::vector<double>& b, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -54,61 +54,61 @@ inline void host_product(const std::vector<double>& a, const std::vector<double>
   Kokkos::DefaultHostExecutionSpace().fence();
 }
 
+/// The bound on an entry of C = A B (alpha 1, beta 0) from the harness's random inputs, `want`
+/// in float64 and `mag` the sum of |products|: the probabilistic bound on hosts
+/// (reference::gemm_bound_random), the worst case on devices.
 template <class T>
-OpInstance square(const Exec& exec, const Shape& shape, std::uint64_t seed) {
+double entry_bound(std::int64_t k, double mag, double want) {
+  if constexpr (rooftop::detail::on_host<Exec>) return reference::gemm_bound_random<compute_t<T>, T>(k, 1.0, mag, 0.0, want);
+  return reference::gemm_bound<compute_t<T>, T>(k, 1.0, mag, 0.0, want);
+}
+
+/// "" if every entry of `got` is within entry_bound of `want`, else the first that is not, as
+/// `name`(i, j).
+template <class T>
+std::string compare_entries(const char* name, const std::vector<double>& got, const std::vector<double>& want,
+                            const std::vector<double>& mag, std::int64_t n, std::int64_t k) {
+  for (std::size_t e = 0; e < got.size(); ++e)
+    if (!(std::abs(got[e] - want[e]) <= entry_bound<T>(k, mag[e], want[e]))) {
+      std::ostringstream msg;
+      msg.precision(9);
+      msg << name << "(" << e / n << ", " << e % n << ") is " << got[e] << ", expected " << want[e];
+      return msg.str();
+    }
+  return "";
+}
+
+/// C = A op(B) (beta = 0, C of the inputs' dtype, all row-major): `gemm`, B (k x n), and
+/// `linear`, op(B) = W^T with W (n x k) as nn.Linear stores it (on CPUs gemm's skinny path for
+/// m <= 8: W read once, in place). Every entry of C against float64 (C starts as NaN: an entry
+/// not written fails too).
+template <class T>
+OpInstance product(const Exec& exec, const Shape& shape, std::uint64_t seed, bool b_transposed) {
   const std::int64_t m = shape[0], n = shape[1], k = shape[2];
-  Matrix<T> a("rooftop::a", m, k), b("rooftop::b", k, n), c("rooftop::c", m, n);
+  Matrix<T> a("rooftop::a", m, k), b("rooftop::b", b_transposed ? n : k, b_transposed ? k : n), c("rooftop::c", m, n);
   fill_uniform(exec, flat(a), seed, -1, 1);
   fill_uniform(exec, flat(b), seed + 1, -1, 1);
   fill_nan(exec, flat(c));  // beta = 0: must not leak into C
+  const Trans tb = b_transposed ? Trans::transpose : Trans::none;
+  // The host's skinny paths (m <= 8) run fp32 FMAs, not the bf16 pairs.
+  const bool skinny = rooftop::detail::on_host<Exec> && m <= rooftop::detail::skinny_gemm_rows;
   OpInstance op;
   op.cost = gemm_cost<T>(m, n, k);
-  op.matrix_units = gemm_uses_matrix_units<Exec, T, T> || gemm_uses_bf16_pairs<Exec, T, T>;
+  op.matrix_units = gemm_uses_matrix_units<Exec, T, T> || (gemm_uses_bf16_pairs<Exec, T, T> && !skinny);
   op.shape = shape;
-  op.run = [=] { rooftop::gemm(exec, Trans::none, a, Trans::none, b, c); };
+  op.run = [=] { rooftop::gemm(exec, Trans::none, a, tb, b, c); };
   op.verify = [=]() -> std::string {
-    // Every entry of C against float64 (C starts as NaN: an entry not written fails too).
-    const auto ha = to_host_flat(a), hb = to_host_flat(b), hc = to_host_flat(c);
+    const auto ha = to_host_flat(a), hc = to_host_flat(c);
+    std::vector<double> hb = to_host_flat(b);
+    if (b_transposed) {  // op(B) as k x n for host_product
+      std::vector<double> t(hb.size());
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t kk = 0; kk < k; ++kk) t[kk * n + j] = hb[j * k + kk];
+      hb.swap(t);
+    }
     std::vector<double> want, mag;
     host_product(ha, hb, m, n, k, want, mag);
-    for (std::int64_t e = 0; e < m * n; ++e)
-      if (!(std::abs(hc[e] - want[e]) <= reference::gemm_bound<compute_t<T>, T>(k, 1.0, mag[e], 0.0, want[e]))) {
-        std::ostringstream msg;
-        msg.precision(9);
-        msg << "C(" << e / n << ", " << e % n << ") is " << hc[e] << ", expected " << want[e];
-        return msg.str();
-      }
-    return "";
-  };
-  return op;
-}
-
-/// nn.Linear without bias, y = x W^T: x (m x k) and W (n x k) row-major, y (m x n), beta = 0 (on
-/// CPUs gemm's skinny path for m <= 8: W read once, in place). Every entry of y against float64.
-template <class T>
-OpInstance linear(const Exec& exec, const Shape& shape, std::uint64_t seed) {
-  const std::int64_t m = shape[0], n = shape[1], k = shape[2];
-  Matrix<T> x("rooftop::x", m, k), w("rooftop::w", n, k), y("rooftop::y", m, n);
-  fill_uniform(exec, flat(x), seed, -1, 1);
-  fill_uniform(exec, flat(w), seed + 1, -1, 1);
-  fill_nan(exec, flat(y));  // beta = 0: must not leak into y
-  OpInstance op;
-  op.cost = gemm_cost<T>(m, n, k);
-  op.matrix_units = gemm_uses_matrix_units<Exec, T, T>;  // (the CPU's bf16 pairs are the tiled driver's)
-  op.shape = shape;
-  op.run = [=] { rooftop::gemm(exec, Trans::none, x, Trans::transpose, w, y); };
-  op.verify = [=]() -> std::string {
-    const auto hx = to_host_flat(x), hw = to_host_flat(w), hy = to_host_flat(y);
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) {
-        const double* const xi = hx.data() + i * k;
-        const double* const wj = hw.data() + j * k;
-        const std::string bad = reference::gemm_entry<compute_t<T>, T>([&](std::int64_t kk) { return xi[kk]; },
-                                                                     [&](std::int64_t kk) { return wj[kk]; }, k, 1.0, 0.0, 0.0,
-                                                                     hy[i * n + j]);
-        if (!bad.empty()) return "y(" + std::to_string(i) + ", " + std::to_string(j) + ") " + bad;
-      }
-    return "";
+    return compare_entries<T>("C", hc, want, mag, n, k);
   };
   return op;
 }
@@ -120,7 +120,7 @@ inline void append_gemm_ops(std::vector<OpSpec>& t) {
   OpSpec s = detail::typed_spec(
       "gemm", [](auto tag, const Shape& sh) { return gemm_cost<typename decltype(tag)::type>(sh[0], sh[1], sh[2]); },
       [](auto tag, const Exec& e, const Shape& sh, std::uint64_t seed) {
-        return gemm_entry::square<typename decltype(tag)::type>(e, sh, seed);
+        return gemm_entry::product<typename decltype(tag)::type>(e, sh, seed, false);
       });
   // Compute-bound: the shape is the problem size, not a working set. n = 2048 (48 MB of fp32)
   // is beyond the last-level cache; n = 512 fits it.
@@ -136,7 +136,7 @@ inline void append_gemm_ops(std::vector<OpSpec>& t) {
   OpSpec lin = detail::typed_spec(
       "linear", [](auto tag, const Shape& sh) { return gemm_cost<typename decltype(tag)::type>(sh[0], sh[1], sh[2]); },
       [](auto tag, const Exec& e, const Shape& sh, std::uint64_t seed) {
-        return gemm_entry::linear<typename decltype(tag)::type>(e, sh, seed);
+        return gemm_entry::product<typename decltype(tag)::type>(e, sh, seed, true);
       });
   lin.shapes_at = [cost = lin.cost](DType d, double working_set) {
     const double element = cost(d, Shape{1, 1, 1}).bytes / 3;  // x, W and y of one element each
