@@ -68,11 +68,14 @@ inline double row_roundings(std::int64_t cols) { return detail::reduction_depth(
 /// The bound on an entry of gemm, C = alpha * op(A) op(B) + beta * C0, that is `want` in
 /// float64, where `mag` is the sum of |op(A)(i, kk) op(B)(kk, j)| over k and beta_c0 is beta *
 /// C0(i, j): k sequential FMAs and the alpha/beta update in Acc relative to the sum of |terms|,
-/// one rounding to C's type TC.
+/// one rounding to C's type TC (gemm_bound_of: `roundings` of Acc in place of k + 3).
+template <class Acc, class TC>
+double gemm_bound_of(double roundings, double alpha, double mag, double beta_c0, double want) {
+  return roundings * epsilon<Acc>() * (std::abs(alpha) * mag + std::abs(beta_c0)) + epsilon<TC>() * std::abs(want) + denorm_min<TC>();
+}
 template <class Acc, class TC>
 double gemm_bound(std::int64_t k, double alpha, double mag, double beta_c0, double want) {
-  return static_cast<double>(k + 3) * epsilon<Acc>() * (std::abs(alpha) * mag + std::abs(beta_c0)) + epsilon<TC>() * std::abs(want) +
-         denorm_min<TC>();
+  return gemm_bound_of<Acc, TC>(static_cast<double>(k + 3), alpha, mag, beta_c0, want);
 }
 
 /// gemm_bound for random inputs on hosts, where every accumulation is an IEEE fma rounding to
@@ -89,8 +92,7 @@ double gemm_bound(std::int64_t k, double alpha, double mag, double beta_c0, doub
 template <class Acc, class TC>
 double gemm_bound_random(std::int64_t k, double alpha, double mag, double beta_c0, double want) {
   constexpr double lambda = 10;
-  return lambda * std::sqrt(static_cast<double>(k + 3)) * epsilon<Acc>() * (std::abs(alpha) * mag + std::abs(beta_c0)) +
-         epsilon<TC>() * std::abs(want) + denorm_min<TC>();
+  return gemm_bound_of<Acc, TC>(lambda * std::sqrt(static_cast<double>(k + 3)), alpha, mag, beta_c0, want);
 }
 
 /// Entry (i, j) of gemm against float64: a(kk) and b(kk) give op(A)(i, kk) and op(B)(kk, j) as

@@ -145,8 +145,24 @@ inline constexpr bool has_skinny_blocks<float, fp16> = true;
 /// folds a vector used by several FMAs into each as a memory operand, and this VM's Zen 5
 /// loads about one 64-byte register per cycle (3.1 G/s, two FMAs per cycle), so 8 rows and 2
 /// columns took 18 loads per 16 FMAs (93 GFLOP/s on one thread, data in L1) where 10 are
-/// needed (149; 188 with C = 3). The empty asm statement hands the register to no instruction
-/// and keeps GCC from refolding the load.
+/// needed (149; 188 with C = 3): detail::load_once.
+namespace detail {
+/// A register of Acc from p (TB: Acc, or bf16 / fp16 widened exactly), loaded once: the empty
+/// asm statement hands the register to no instruction and keeps GCC from folding the load into
+/// each FMA that uses it (see skinny_dot_block).
+template <class Acc, class TB>
+[[gnu::always_inline]] inline typename GemmLanes<Acc>::V load_once(const TB* p) {
+  typename GemmLanes<Acc>::V v;
+  if constexpr (std::is_same_v<TB, Acc>) {
+    v = GemmLanes<Acc>::load(p);
+  } else {
+    v = load16(p);
+  }
+  asm("" : "+v"(v));
+  return v;
+}
+}  // namespace detail
+
 template <int MM, int C, class Acc, class TB>
 [[gnu::always_inline]] inline void skinny_dot_block(std::int64_t k0, std::int64_t k1, const Acc* a, std::int64_t a_i,
                                                     const TB* const* b, Acc* part) {
@@ -158,17 +174,9 @@ template <int MM, int C, class Acc, class TB>
     for (int c = 0; c < C; ++c) acc[i][c] = L::splat(Acc(0));
   for (std::int64_t kk = k0; kk < k1; kk += L::width) {
     V bk[C];
-    for (int c = 0; c < C; ++c) {
-      if constexpr (std::is_same_v<TB, Acc>) {
-        bk[c] = L::load(b[c] + kk);
-      } else {
-        bk[c] = load16(b[c] + kk);  // bf16 or fp16 widened exactly
-      }
-      asm("" : "+v"(bk[c]));
-    }
+    for (int c = 0; c < C; ++c) bk[c] = detail::load_once<Acc>(b[c] + kk);
     for (int i = 0; i < MM; ++i) {
-      V ai = L::load(a + i * a_i + kk);
-      asm("" : "+v"(ai));
+      const V ai = detail::load_once<Acc>(a + i * a_i + kk);
       for (int c = 0; c < C; ++c) acc[i][c] = L::fma(ai, bk[c], acc[i][c]);
     }
   }
@@ -191,14 +199,7 @@ template <int MM, class Acc, class TB>
   std::int64_t j = 0;
   for (; j + L::width <= len; j += L::width) {
     V bu[4];
-    for (int u = 0; u < 4; ++u) {
-      if constexpr (std::is_same_v<TB, Acc>) {
-        bu[u] = L::load(b[u] + j);
-      } else {
-        bu[u] = load16(b[u] + j);
-      }
-      asm("" : "+v"(bu[u]));
-    }
+    for (int u = 0; u < 4; ++u) bu[u] = detail::load_once<Acc>(b[u] + j);
     for (int i = 0; i < MM; ++i) {
       V o = L::load(out + i * n + j);
       for (int u = 0; u < 4; ++u) o = L::fma(L::splat(a[i][u]), bu[u], o);
