@@ -746,6 +746,19 @@ void gemm_matrix_units(const Exec& exec, const P& p) {
 /// of a model's decode step: a few tokens times a weight matrix).
 inline constexpr std::int64_t skinny_gemm_rows = 8;
 
+/// The row stride, in elements, of the skinny paths' scratch rows (op(A) widened, the partial
+/// sums of C) of len Accs: whole 64-byte lines, an odd number of them, so that the rows their
+/// step reads together fall in different sets of L1 (an 8-way L1 holds only 8 lines whose
+/// addresses agree in bits 6-11). Zen 4 VM, 2 threads, op(B) 4096 x 4096 fp32 row-major, M = 8
+/// (8 rows of sums 16 KB apart, each with the 4 rows of op(B), all in one set): 16.5 GB/s of
+/// op(B), against 22.4-22.6 at n = 3968 and 4112.
+template <class Acc>
+constexpr std::int64_t skinny_row_stride(std::int64_t len) {
+  constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(Acc));
+  const std::int64_t lines = (len + line - 1) / line;
+  return (lines % 2 == 0 ? lines + 1 : lines) * line;
+}
+
 /// run(std::integral_constant<int, MM>) for the skinny paths' rows of op(A), mm = 1, 2, 4 or 8.
 template <class Run>
 void with_skinny_rows(int mm, const Run& run) {
@@ -758,10 +771,11 @@ void with_skinny_rows(int mm, const Run& run) {
 }
 
 /// gemm_cpu_skinny where op(B)'s rows are contiguous (B row-major: x W with W stored (in, out)),
-/// from a, op(A) widened into mm rows of k per batch entry (mm: m rounded up to 1, 2, 4 or 8;
-/// zeros past m). op(B) is read in slabs of skinny_slab rows, each slab's rows streamed whole
-/// (four at a time, so each line of the slab's partial sums takes four rows' products), its
-/// partial sums of C (mm x n, in L1 or L2) kept in a scratch; then the slabs' partial sums
+/// from a, op(A) widened into mm rows of k, ka apart, per batch entry (mm: m rounded up to 1, 2,
+/// 4 or 8; zeros past m). op(B) is read in slabs of skinny_slab rows, each slab's rows streamed
+/// whole (four at a time, so each line of the slab's partial sums takes four rows' products),
+/// its partial sums of C (mm rows of n, skinny_row_stride apart, in L1 or L2) kept in a
+/// scratch; then the slabs' partial sums
 /// are added in order. The slabs are fixed by k, so the values do not depend on the thread
 /// count; work items are a slab's stretch of columns, as many stretches as give each thread
 /// four items. Zen 4 VM, 2 threads, op(B) 4096 x 4096 fp32, a scratch program alternating
@@ -781,7 +795,7 @@ void with_skinny_rows(int mm, const Run& run) {
 /// too.
 inline constexpr std::int64_t skinny_slab = 256;
 template <class Exec, class P, class A>
-void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
+void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, std::int64_t ka, int mm) {
   using Acc = decltype(p.alpha);
   using TB = std::remove_cv_t<typename P::B::value_type>;
   constexpr int lanes = 64 / static_cast<int>(sizeof(Acc));
@@ -792,8 +806,9 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
   const std::int64_t stretch_count = std::max<std::int64_t>(1, std::min(wanted, (n + chunk - 1) / chunk));
   const std::int64_t stretch = ((n + stretch_count - 1) / stretch_count + lanes - 1) / lanes * lanes;
   const std::int64_t stretches = (n + stretch - 1) / stretch;
+  const std::int64_t ld = skinny_row_stride<Acc>(n);
   Kokkos::View<Acc*, Kokkos::HostSpace> part(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::gemm_skinny_sums"),
-                                             batch * slabs * mm * n);
+                                             batch * slabs * mm * ld);
   auto run = [&](auto rows) {
     constexpr int MM = decltype(rows)::value;
     constexpr bool rows_block = MM >= 2 && cpu::has_skinny_blocks<Acc, TB>;
@@ -801,10 +816,10 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
       const std::int64_t bt = item / (slabs * stretches), s = item / stretches % slabs;
       const std::int64_t j0 = item % stretches * stretch, j1 = std::min(n, j0 + stretch);
       const std::int64_t k0 = s * skinny_slab, k1 = std::min(k, k0 + skinny_slab);
-      const Acc* const ab = a.data() + bt * MM * k;
-      Acc* const sums = part.data() + (bt * slabs + s) * MM * n;
+      const Acc* const ab = a.data() + bt * MM * ka;
+      Acc* const sums = part.data() + (bt * slabs + s) * MM * ld;
       for (int i = 0; i < MM; ++i)
-        for (std::int64_t j = j0; j < j1; ++j) sums[i * n + j] = Acc(0);
+        for (std::int64_t j = j0; j < j1; ++j) sums[i * ld + j] = Acc(0);
       alignas(64) Acc widened[4][chunk];
       auto row_run = [&](const std::int64_t kk, const int u, const std::int64_t j, const std::int64_t len) -> const Acc* {
         const TB* const b = p.b.address(bt, kk + u, j);
@@ -819,12 +834,12 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
       for (; kk + 4 <= k1; kk += 4) {
         Acc av[MM][4];
         for (int i = 0; i < MM; ++i)
-          for (int u = 0; u < 4; ++u) av[i][u] = ab[i * k + kk + u];
+          for (int u = 0; u < 4; ++u) av[i][u] = ab[i * ka + kk + u];
 #if defined(ROOFTOP_HAS_GEMM_BLOCK)
         if constexpr (rows_block) {
           const TB* const b[4] = {p.b.address(bt, kk, j0), p.b.address(bt, kk + 1, j0), p.b.address(bt, kk + 2, j0),
                                   p.b.address(bt, kk + 3, j0)};
-          cpu::skinny_rows_block<MM>(j1 - j0, b, av, sums + j0, n);
+          cpu::skinny_rows_block<MM>(j1 - j0, b, av, sums + j0, ld);
           continue;
         }
 #endif
@@ -836,7 +851,7 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
           const Acc* const b3 = row_run(kk, 3, j, len);
           ROOFTOP_UNROLL
           for (int i = 0; i < MM; ++i) {
-            Acc* const out = sums + i * n + j;
+            Acc* const out = sums + i * ld + j;
             ROOFTOP_SIMD
             for (std::int64_t jj = 0; jj < len; ++jj) {
               const Acc first = compat::fma(av[i][1], b1[jj], compat::fma(av[i][0], b0[jj], out[jj]));
@@ -850,8 +865,8 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
           const std::int64_t len = std::min(chunk, j1 - j);
           const Acc* const b0 = row_run(kk, 0, j, len);
           for (int i = 0; i < MM; ++i) {
-            const Acc ai = ab[i * k + kk];
-            Acc* const out = sums + i * n + j;
+            const Acc ai = ab[i * ka + kk];
+            Acc* const out = sums + i * ld + j;
             ROOFTOP_SIMD
             for (std::int64_t jj = 0; jj < len; ++jj) out[jj] = compat::fma(ai, b0[jj], out[jj]);
           }
@@ -866,7 +881,7 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, int mm) {
     alignas(64) Acc total[chunk];
     for (std::int64_t j = j0; j < j1; ++j) total[j - j0] = Acc(0);
     for (std::int64_t s = 0; s < slabs; ++s) {
-      const Acc* const sums = part.data() + ((bt * slabs + s) * mm + i) * n;
+      const Acc* const sums = part.data() + ((bt * slabs + s) * mm + i) * ld;
       ROOFTOP_SIMD
       for (std::int64_t j = j0; j < j1; ++j) total[j - j0] += sums[j];
     }
@@ -884,8 +899,8 @@ inline constexpr std::int64_t skinny_stretch = 256;
 /// op(B) is one contiguous run along k (`nn.Linear`'s weight W as B^T, W row-major), or each
 /// row (gemm_cpu_skinny_rows): bound by reading op(B) once, where the tiled driver packed it
 /// first (transposing W element by element: 2.1-3.1 GB/s of op(B) against 13.8-30.2 this way,
-/// below). op(A) is widened once into a float (fp64) copy of MM rows of k, MM = m rounded up
-/// to a power of two (the rows past m zeros). With op(B)'s columns contiguous, a work item
+/// below). op(A) is widened once into a float (fp64) copy of MM rows of k (skinny_row_stride
+/// apart), MM = m rounded up to a power of two (the rows past m zeros). With op(B)'s columns contiguous, a work item
 /// takes `columns` columns of C: for each `lanes`-long stretch of k it loads the MM rows'
 /// stretches once and multiplies them with each column's, MM x columns accumulators in
 /// registers, each the partial sums of `lanes` lanes (over skinny_stretch stretches at a time,
@@ -911,10 +926,11 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
   if (!(columns_contiguous || rows_contiguous) || p.k == 0) return false;
   const std::int64_t m = p.m, n = p.n, k = p.k, batch = p.batch;
   const int mm = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
-  Kokkos::View<Acc*, Kokkos::HostSpace> a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::gemm_skinny_a"), batch * mm * k);
+  const std::int64_t ka = skinny_row_stride<Acc>(k);
+  Kokkos::View<Acc*, Kokkos::HostSpace> a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rooftop::gemm_skinny_a"), batch * mm * ka);
   Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * mm), [=](const std::int64_t row) {
     const std::int64_t bt = row / mm, i = row % mm;
-    Acc* const out = a.data() + row * k;
+    Acc* const out = a.data() + row * ka;
     if (i >= m) {
       for (std::int64_t kk = 0; kk < k; ++kk) out[kk] = Acc(0);
     } else if (p.a.stride_k() == 1) {
@@ -924,7 +940,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
     }
   });
   if (!columns_contiguous) {
-    gemm_cpu_skinny_rows(exec, p, a, mm);
+    gemm_cpu_skinny_rows(exec, p, a, ka, mm);
     return true;
   }
   auto run = [&](auto rows) {
@@ -938,7 +954,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
     Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * items), [=](const std::int64_t item) {
       const std::int64_t bt = item / items, j0 = item % items * columns;
       const int nv = static_cast<int>(std::min<std::int64_t>(columns, n - j0));
-      const Acc* const ab = a.data() + bt * MM * k;
+      const Acc* const ab = a.data() + bt * MM * ka;
       const TB* col[columns];
       for (int c = 0; c < columns; ++c) col[c] = p.b.address(bt, 0, j0 + (c < nv ? c : 0));  // (a short item repeats its first)
       Acc total[MM][columns][lanes] = {};
@@ -948,7 +964,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
         Acc part[MM][columns][lanes] = {};
 #if defined(ROOFTOP_HAS_GEMM_BLOCK)
         if constexpr (dot_block) {
-          cpu::skinny_dot_block<MM, columns>(k0, k1, ab, k, col, &part[0][0][0]);
+          cpu::skinny_dot_block<MM, columns>(k0, k1, ab, ka, col, &part[0][0][0]);
         } else
 #endif
         for (std::int64_t kk = k0; kk < k1; kk += lanes) {
@@ -958,7 +974,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
           ROOFTOP_UNROLL
           for (int i = 0; i < MM; ++i) {
             Acc av[lanes];
-            for (int l = 0; l < lanes; ++l) av[l] = ab[i * k + kk + l];
+            for (int l = 0; l < lanes; ++l) av[l] = ab[i * ka + kk + l];
             ROOFTOP_UNROLL
             for (int c = 0; c < columns; ++c) {
               ROOFTOP_SIMD
@@ -975,7 +991,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
       for (std::int64_t kk = whole; kk < k; ++kk)
         for (int c = 0; c < columns; ++c) {
           const Acc bk = static_cast<Acc>(col[c][kk]);
-          for (int i = 0; i < MM; ++i) total[i][c][kk % lanes] = compat::fma(ab[i * k + kk], bk, total[i][c][kk % lanes]);
+          for (int i = 0; i < MM; ++i) total[i][c][kk % lanes] = compat::fma(ab[i * ka + kk], bk, total[i][c][kk % lanes]);
         }
       for (int i = 0; i < MM && i < m; ++i)
         for (int c = 0; c < nv; ++c) {
