@@ -951,6 +951,11 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
     constexpr bool dot_block = MM >= 4 && cpu::has_skinny_blocks<Acc, TB>;
     constexpr int columns = MM <= 4 ? 4 : dot_block ? 3 : 2;
     const std::int64_t items = (n + columns - 1) / columns;
+    // Bytes from a column to the same column of the work item two on, whose lines each step
+    // prefetches (a thread's items are consecutive): the hardware's prefetcher sees a new
+    // stream at each item, and with short columns or many rows of op(A) (the FMAs filling the
+    // core's window) too few of its lines were under way.
+    const std::int64_t ahead = 2 * columns * p.b.stride_k() * static_cast<std::int64_t>(sizeof(TB));
     Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * items), [=](const std::int64_t item) {
       const std::int64_t bt = item / items, j0 = item % items * columns;
       const int nv = static_cast<int>(std::min<std::int64_t>(columns, n - j0));
@@ -964,13 +969,14 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
         Acc part[MM][columns][lanes] = {};
 #if defined(ROOFTOP_HAS_GEMM_BLOCK)
         if constexpr (dot_block) {
-          cpu::skinny_dot_block<MM, columns>(k0, k1, ab, ka, col, &part[0][0][0]);
+          cpu::skinny_dot_block<MM, columns>(k0, k1, ab, ka, col, &part[0][0][0], ahead);
         } else
 #endif
         for (std::int64_t kk = k0; kk < k1; kk += lanes) {
           Acc bv[columns][lanes];
           ROOFTOP_UNROLL
           for (int c = 0; c < columns; ++c) convert_run(col[c] + kk, bv[c], lanes);
+          for (int c = 0; c < columns; ++c) cpu::prefetch_line(reinterpret_cast<const char*>(col[c] + kk) + ahead);
           ROOFTOP_UNROLL
           for (int i = 0; i < MM; ++i) {
             Acc av[lanes];
