@@ -193,10 +193,12 @@ template <int MM, int C, class Acc, class TB>
 /// operations as its portable loop, so the same values; 2-byte op(B) widened as loaded). Each
 /// register of the four rows is loaded once for the MM rows of C (see skinny_dot_block: the
 /// portable loop, rows of C outermost, loaded op(B) again for each: 2 threads, op(B) 4096 x
-/// 4096 fp32, M = 2 / 4 / 8 ran at 25.7 / 22.5 / 17.7 GB/s against M = 1's 51.6).
+/// 4096 fp32, M = 2 / 4 / 8 ran at 25.7 / 22.5 / 17.7 GB/s against M = 1's 51.6). Each step
+/// also prefetches into L2 the line `ahead` bytes past each row's (gemm_cpu_skinny_rows: the
+/// same line of the next four rows).
 template <int MM, class Acc, class TB>
 [[gnu::always_inline]] inline void skinny_rows_block(std::int64_t len, const TB* const* b, const Acc (*a)[4], Acc* out,
-                                                     std::int64_t n) {
+                                                     std::int64_t n, std::int64_t ahead) {
   static_assert(has_skinny_blocks<Acc, TB>, "skinny_rows_block: see has_skinny_blocks");
   using L = detail::GemmLanes<Acc>;
   using V = typename L::V;
@@ -204,6 +206,7 @@ template <int MM, class Acc, class TB>
   for (; j + L::width <= len; j += L::width) {
     V bu[4];
     for (int u = 0; u < 4; ++u) bu[u] = detail::load_once<Acc>(b[u] + j);
+    for (int u = 0; u < 4; ++u) prefetch_line(reinterpret_cast<const char*>(b[u] + j) + ahead);
     for (int i = 0; i < MM; ++i) {
       V o = L::load(out + i * n + j);
       for (int u = 0; u < 4; ++u) o = L::fma(L::splat(a[i][u]), bu[u], o);
