@@ -770,29 +770,28 @@ void with_skinny_rows(int mm, const Run& run) {
   }
 }
 
-/// gemm_cpu_skinny where op(B)'s rows are contiguous (B row-major: x W with W stored (in, out)),
-/// from a, op(A) widened into mm rows of k, ka apart, per batch entry (mm: m rounded up to 1, 2,
-/// 4 or 8; zeros past m). op(B) is read in slabs of skinny_slab rows, each slab's rows streamed
-/// whole (four at a time, so each line of the slab's partial sums takes four rows' products),
-/// its partial sums of C (mm rows of n, skinny_row_stride apart, in L1 or L2) kept in a
-/// scratch; then the slabs' partial sums
-/// are added in order. The slabs are fixed by k, so the values do not depend on the thread
-/// count; work items are a slab's stretch of columns, as many stretches as give each thread
-/// four items. Zen 4 VM, 2 threads, op(B) 4096 x 4096 fp32, a scratch program alternating
-/// the library's tiled driver with hand-written AVX-512 loops of this kind (medians of 11,
-/// GB/s of op(B)): M = 1 12.0-14.3 -> 26.7-41.7, on a par with gemm_cpu_skinny's B^T beside
-/// them (25.7-35.7); M = 4 11.5-13.4 -> 24.4-27.1, M = 8 11.5-12.3 -> 16.4-17.2. Stretches of
-/// 512 or 1024 columns (the partial sums of M = 8 in L1) and slabs of 128 rows ran no faster.
-/// The library (this code, against the tiled driver in the same phase, separate processes): fp32 M = 1 /
-/// 2 / 4 / 8 13.6 / 13.7 / 13.9 / 11.3 -> 30.7 / 25.9 / 25.0 / 19.4 GB/s; bf16 (C fp32) M = 1
-/// 12.9 -> 18.9, M = 4 11.8 -> 15.0 (fp16 9.0 -> 20.2, 9.5 -> 15.4), but M = 8 9.8 -> 8.4 (the
-/// tiled driver's bf16 pairs), so 2-byte op(B) with more than 4 rows of op(A) stayed tiled.
-/// With AVX-512, 2 to 8 rows take cpu::skinny_rows_block, which loads each register of the
-/// four rows of op(B) once for all rows of C (the loop here loads them again for each): Zen 5
-/// VM, 2 threads, op(B) 4096 x 4096, GB/s of op(B), fp32 M = 2 / 4 / 8 29.1-29.3 / 24.7-24.8 /
-/// 19.8-20.4 -> 39.2-44.6 / 32.6-35.2 / 22.3-28.0; bf16 M = 4 23.9-25.9 -> 34.1-35.4, and M = 8
-/// 23.1-24.4 against the tiled driver's 18.6-21.1, so there 2-byte op(B) takes this path at M = 8
-/// too.
+/// gemm_cpu_skinny where op(B)'s rows are contiguous (B row-major: x W with W stored (in,
+/// out)), from a, op(A) widened into mm rows of k, ka apart, per batch entry (mm: m rounded up
+/// to 1, 2, 4 or 8; zeros past m). op(B) is read in slabs of skinny_slab rows, each slab's rows
+/// streamed whole (four at a time, so each line of the slab's partial sums takes four rows'
+/// products), its partial sums of C (mm rows of n, skinny_row_stride apart, in L1 or L2) kept
+/// in a scratch; then the slabs' partial sums are added in order. The slabs are fixed by k, so
+/// the values do not depend on the thread count; work items are a slab's stretch of columns, as
+/// many stretches as give each thread four items. Zen 4 VM, 2 threads, op(B) 4096 x 4096 fp32,
+/// a scratch program alternating the library's tiled driver with hand-written AVX-512 loops of
+/// this kind (medians of 11, GB/s of op(B)): M = 1 12.0-14.3 -> 26.7-41.7, on a par with
+/// gemm_cpu_skinny's B^T beside them (25.7-35.7); M = 4 11.5-13.4 -> 24.4-27.1, M = 8 11.5-12.3
+/// -> 16.4-17.2. Stretches of 512 or 1024 columns (the partial sums of M = 8 in L1) and slabs
+/// of 128 rows ran no faster. The library (this code, against the tiled driver in the same
+/// phase, separate processes): fp32 M = 1 / 2 / 4 / 8 13.6 / 13.7 / 13.9 / 11.3 -> 30.7 / 25.9
+/// / 25.0 / 19.4 GB/s; bf16 (C fp32) M = 1 12.9 -> 18.9, M = 4 11.8 -> 15.0 (fp16 9.0 -> 20.2,
+/// 9.5 -> 15.4), but M = 8 9.8 -> 8.4 (the tiled driver's bf16 pairs), so 2-byte op(B) with
+/// more than 4 rows of op(A) stayed tiled. With AVX-512, 2 to 8 rows take
+/// cpu::skinny_rows_block, which loads each register of the four rows of op(B) once for all
+/// rows of C (the loop here loads them again for each): Zen 5 VM, 2 threads, op(B) 4096 x 4096,
+/// GB/s of op(B), fp32 M = 2 / 4 / 8 29.1-29.3 / 24.7-24.8 / 19.8-20.4 -> 39.2-44.6 / 32.6-35.2
+/// / 22.3-28.0; bf16 M = 4 23.9-25.9 -> 34.1-35.4, and M = 8 23.1-24.4 against the tiled
+/// driver's 18.6-21.1, so there 2-byte op(B) takes this path at M = 8 too.
 inline constexpr std::int64_t skinny_slab = 256;
 template <class Exec, class P, class A>
 void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, std::int64_t ka, int mm) {
@@ -906,11 +905,11 @@ inline constexpr std::int64_t skinny_stretch = 256;
 /// row (gemm_cpu_skinny_rows): bound by reading op(B) once, where the tiled driver packed it
 /// first (transposing W element by element: 2.1-3.1 GB/s of op(B) against 13.8-30.2 this way,
 /// below). op(A) is widened once into a float (fp64) copy of MM rows of k (skinny_row_stride
-/// apart), MM = m rounded up to a power of two (the rows past m zeros). With op(B)'s columns contiguous, a work item
-/// takes `columns` columns of C: for each `lanes`-long stretch of k it loads the MM rows'
-/// stretches once and multiplies them with each column's, MM x columns accumulators in
-/// registers, each the partial sums of `lanes` lanes (over skinny_stretch stretches at a time,
-/// then added to running sums) added in a fixed order at the end.
+/// apart), MM = m rounded up to a power of two (the rows past m zeros). With op(B)'s columns
+/// contiguous, a work item takes `columns` columns of C: for each `lanes`-long stretch of k it
+/// loads the MM rows' stretches once and multiplies them with each column's, MM x columns
+/// accumulators in registers, each the partial sums of `lanes` lanes (over skinny_stretch
+/// stretches at a time, then added to running sums) added in a fixed order at the end.
 /// Returns false (nothing done) where neither op(B)'s rows nor its columns are contiguous. 2
 /// threads, Zen 4 VM, op(B) 4096 x 4096 (C fp32), one process alternating with the tiled
 /// driver, medians of 11, GB/s of op(B): fp32 M = 1 / 2 / 4 / 8 2.1-2.4 -> 28.9 / 28.7 / 30.2
