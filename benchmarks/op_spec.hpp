@@ -9,6 +9,7 @@
 #include "../core/random.hpp"
 #include "../kernels/reduce.hpp"
 #include "../kernels/stream.hpp"
+#include "reference.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace rooftop::harness {
@@ -152,7 +154,13 @@ OpInstance reduction(const Exec& exec, std::int64_t n, std::uint64_t seed, int i
   op.verify = [=]() -> std::string {
     const auto ha = to_host(a), hb = to_host(b);
     double want = init;
-    for (std::int64_t i = 0; i < n; ++i) want = combine(want, term(ha[i], inputs > 1 ? hb[i] : 0.0));
+    if constexpr (std::is_same_v<Combine, reference::Plus>) {
+      double carry = 0;
+      for (std::int64_t i = 0; i < n; ++i) reference::neumaier_add(want, carry, term(ha[i], inputs > 1 ? hb[i] : 0.0));
+      want += carry;
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) want = combine(want, term(ha[i], inputs > 1 ? hb[i] : 0.0));
+    }
     if (sqrt_result) want = std::sqrt(want);
     // Worst case of rooftop's folds (the deepest, sum's regions), relative to the result (all
     // terms are positive).

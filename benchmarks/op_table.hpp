@@ -42,7 +42,7 @@ inline const std::vector<OpSpec>& op_table() {
                             [=](const Exec& x, auto a, auto b, auto o) { rooftop::triad(x, alpha, a, b, o); },
                             [=](double x, double y) { return x + alpha * y; }, mag_triad);
     }));
-    auto plus = [](double acc, double v) { return acc + v; };
+    const reference::Plus plus;
     t.push_back(spec("dot", ROOFTOP_COST_OF(dot_cost), [=](auto tag, const Exec& e, std::int64_t n, std::uint64_t seed) {
       using T = typename decltype(tag)::type;
       return reduction<T>(e, n, seed, 2, dot_cost<T>(n), [](const Exec& x, auto a, auto b) { return rooftop::dot(x, a, b); },

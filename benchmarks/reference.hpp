@@ -55,6 +55,23 @@ inline void rmsnorm_row(const double* x, std::int64_t n, double eps, const doubl
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * rrms * (w ? w[i] : 1.0);
 }
 
+/// The float64 sum's combine for reduction's reference (benchmarks/op_spec.hpp), which folds
+/// it with Neumaier's compensation (neumaier_add): a plain float64 fold of 2^25 terms in [0.5,
+/// 1.5) is off by about 5e-6 (its roundings in ulps of partial sums up to 2^25), as much as
+/// fp64 sum's whole tolerance, and failed a correct fp64 sum in CI.
+struct Plus {
+  double operator()(double a, double b) const { return a + b; }
+};
+
+/// sum + x with the rounding error accumulated in `carry` (Neumaier's variant of Kahan
+/// summation: the final sum + carry is within about 2 ulps of the exact sum for any n well
+/// below 1 / u).
+inline void neumaier_add(double& sum, double& carry, double x) {
+  const double t = sum + x;
+  carry += std::abs(sum) >= std::abs(x) ? (sum - t) + x : (x - t) + sum;
+  sum = t;
+}
+
 /// Error bound of an fp32-math result stored as T: `fp32_roundings` roundings (or ulps of
 /// approximation) of fp32 relative to `scale`, plus one rounding to T of the result itself.
 template <class T>
