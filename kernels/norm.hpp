@@ -429,10 +429,14 @@ template <class Row, class X, class Y, class W, class B>
 /// 0.90-1.01, 32768 0.71-0.74 -> 0.89-0.96). On the Zen 5 VM (full-width AVX-512) rows of
 /// 32768 had lost where the memory ran fast (0.73 -> 0.58). rmsnorm's fp32 rows (one sum) gained 7% where the memory ran slow
 /// at 768 and 32768 columns and nothing where it ran fast, and lost 9% there at 4096 (the same
-/// scratch program), so they stay row by row, as softmax's keep their max pass.
+/// scratch program), so they stay row by row, as softmax's keep their max pass. With AVX2
+/// (registers of 8 floats) fp32 rows stay row by row too: Zen 3 VM, 2 threads, weight and
+/// bias, a scratch program run for each path in turn (separate processes, seven alternations,
+/// best GB/s of x and y): rows of 4096 14.7-17.7 -> 16.9-23.6, of 32768 16.1-18.7 -> 18.8-22.9.
 template <class T>
 constexpr bool layer_rows_beside(std::int64_t cols) {
-  return next_row_beside<T> || (std::is_same_v<T, float> && cols * static_cast<std::int64_t>(sizeof(T)) >= 16384);
+  return next_row_beside<T> ||
+         (std::is_same_v<T, float> && cpu::float_lanes >= 16 && cols * static_cast<std::int64_t>(sizeof(T)) >= 16384);
 }
 
 /// Whether norm_row_runs may take x's rows into y's: values of one size, so that each line of
