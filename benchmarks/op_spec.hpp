@@ -139,10 +139,11 @@ OpInstance elementwise(const Exec& exec, std::int64_t n, std::uint64_t seed, int
 }
 
 /// Reduction over `inputs` vectors filled uniform in [0.5, 1.5) (positive, so the error bound
-/// relative to the sum is tight); `term(a, b)` is one float64 term, `combine` folds them.
-template <class T, class Run, class Term, class Combine>
+/// relative to the sum is tight); `term(a, b)` is one float64 term, folded by a copy of `fold`
+/// (reference::Sum or reference::Max: add(term), value()).
+template <class T, class Run, class Term, class Fold>
 OpInstance reduction(const Exec& exec, std::int64_t n, std::uint64_t seed, int inputs, Cost cost, Run run, Term term,
-                     Combine combine, double init, bool sqrt_result, double accumulate_eps) {
+                     Fold fold, bool sqrt_result, double accumulate_eps) {
   Vector<T> a("rooftop::a", n), b("rooftop::b", inputs > 1 ? n : 0);
   fill_uniform(exec, a, seed, 0.5, 1.5);
   if (inputs > 1) fill_uniform(exec, b, seed + 1, 0.5, 1.5);
@@ -153,14 +154,9 @@ OpInstance reduction(const Exec& exec, std::int64_t n, std::uint64_t seed, int i
   op.run = [=] { *result = static_cast<double>(run(exec, a, b)); };
   op.verify = [=]() -> std::string {
     const auto ha = to_host(a), hb = to_host(b);
-    double want = init;
-    if constexpr (std::is_same_v<Combine, reference::Plus>) {
-      double carry = 0;
-      for (std::int64_t i = 0; i < n; ++i) reference::neumaier_add(want, carry, term(ha[i], inputs > 1 ? hb[i] : 0.0));
-      want += carry;
-    } else {
-      for (std::int64_t i = 0; i < n; ++i) want = combine(want, term(ha[i], inputs > 1 ? hb[i] : 0.0));
-    }
+    Fold acc = fold;
+    for (std::int64_t i = 0; i < n; ++i) acc.add(term(ha[i], inputs > 1 ? hb[i] : 0.0));
+    double want = acc.value();
     if (sqrt_result) want = std::sqrt(want);
     // Worst case of rooftop's folds (the deepest, sum's regions), relative to the result (all
     // terms are positive).

@@ -42,27 +42,25 @@ inline const std::vector<OpSpec>& op_table() {
                             [=](const Exec& x, auto a, auto b, auto o) { rooftop::triad(x, alpha, a, b, o); },
                             [=](double x, double y) { return x + alpha * y; }, mag_triad);
     }));
-    const reference::Plus plus;
     t.push_back(spec("dot", ROOFTOP_COST_OF(dot_cost), [=](auto tag, const Exec& e, std::int64_t n, std::uint64_t seed) {
       using T = typename decltype(tag)::type;
       return reduction<T>(e, n, seed, 2, dot_cost<T>(n), [](const Exec& x, auto a, auto b) { return rooftop::dot(x, a, b); },
-                          [](double x, double y) { return x * y; }, plus, 0.0, false, epsilon<compute_t<T>>());
+                          [](double x, double y) { return x * y; }, reference::Sum{}, false, epsilon<compute_t<T>>());
     }));
     t.push_back(spec("sum", ROOFTOP_COST_OF(sum_cost), [=](auto tag, const Exec& e, std::int64_t n, std::uint64_t seed) {
       using T = typename decltype(tag)::type;
       return reduction<T>(e, n, seed, 1, sum_cost<T>(n), [](const Exec& x, auto a, auto) { return rooftop::sum(x, a); },
-                          [](double x, double) { return x; }, plus, 0.0, false, epsilon<compute_t<T>>());
+                          [](double x, double) { return x; }, reference::Sum{}, false, epsilon<compute_t<T>>());
     }));
     t.push_back(spec("max", ROOFTOP_COST_OF(max_cost), [=](auto tag, const Exec& e, std::int64_t n, std::uint64_t seed) {
       using T = typename decltype(tag)::type;
       return reduction<T>(e, n, seed, 1, max_cost<T>(n), [](const Exec& x, auto a, auto) { return rooftop::max(x, a); },
-                          [](double x, double) { return x; }, [](double acc, double v) { return std::max(acc, v); },
-                          -INFINITY, false, 0.0);
+                          [](double x, double) { return x; }, reference::Max{}, false, 0.0);
     }));
     t.push_back(spec("nrm2", ROOFTOP_COST_OF(nrm2_cost), [=](auto tag, const Exec& e, std::int64_t n, std::uint64_t seed) {
       using T = typename decltype(tag)::type;
       return reduction<T>(e, n, seed, 1, nrm2_cost<T>(n), [](const Exec& x, auto a, auto) { return rooftop::nrm2(x, a); },
-                          [](double x, double) { return x * x; }, plus, 0.0, true, 0x1p-52);  // squares accumulate in fp64
+                          [](double x, double) { return x * x; }, reference::Sum{}, true, 0x1p-52);  // squares accumulate in fp64
     }));
     append_ml_ops(t);
     append_gemm_ops(t);

@@ -7,6 +7,7 @@
 #include "../core/reduction.hpp"
 #include "../core/types.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -55,22 +56,30 @@ inline void rmsnorm_row(const double* x, std::int64_t n, double eps, const doubl
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * rrms * (w ? w[i] : 1.0);
 }
 
-/// The float64 sum's combine for reduction's reference (benchmarks/op_spec.hpp), which folds
-/// it with Neumaier's compensation (neumaier_add): a plain float64 fold of 2^25 terms in [0.5,
-/// 1.5) is off by about 5e-6 (its roundings in ulps of partial sums up to 2^25), as much as
-/// fp64 sum's whole tolerance, and failed a correct fp64 sum in CI.
-struct Plus {
-  double operator()(double a, double b) const { return a + b; }
+/// float64 folds for reduction's reference (benchmarks/op_spec.hpp): add(x) folds one term in,
+/// value() is the result.
+///
+/// Sum adds with Neumaier's compensation (Kahan summation's variant that also holds when a term
+/// outweighs the sum: value() is within about 2 ulps of the exact sum for any count well below
+/// 1 / u). A plain float64 fold of 2^25 terms in [0.5, 1.5) is off by about 5e-6 (its roundings
+/// in ulps of partial sums up to 2^25), as much as fp64 sum's whole tolerance, and failed a
+/// correct fp64 sum in CI.
+struct Sum {
+  double sum = 0, carry = 0;
+  void add(double x) {
+    const double t = sum + x;
+    carry += std::abs(sum) >= std::abs(x) ? (sum - t) + x : (x - t) + sum;
+    sum = t;
+  }
+  double value() const { return sum + carry; }
 };
 
-/// sum + x with the rounding error accumulated in `carry` (Neumaier's variant of Kahan
-/// summation: the final sum + carry is within about 2 ulps of the exact sum for any n well
-/// below 1 / u).
-inline void neumaier_add(double& sum, double& carry, double x) {
-  const double t = sum + x;
-  carry += std::abs(sum) >= std::abs(x) ? (sum - t) + x : (x - t) + sum;
-  sum = t;
-}
+/// The largest term (-inf if none).
+struct Max {
+  double max = -std::numeric_limits<double>::infinity();
+  void add(double x) { max = std::max(max, x); }
+  double value() const { return max; }
+};
 
 /// Error bound of an fp32-math result stored as T: `fp32_roundings` roundings (or ulps of
 /// approximation) of fp32 relative to `scale`, plus one rounding to T of the result itself.
