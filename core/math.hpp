@@ -122,12 +122,6 @@ KOKKOS_FORCEINLINE_FUNCTION float times_sigmoid_of_exp2(float x, float z) {
   return select(z > 127.0f, 0.0f, x / (1.0f + e));
 }
 
-/// f(x), except 0 at x = -Inf (the limit of x * sigmoid-like gates, where the formula would
-/// give -Inf / Inf = NaN).
-KOKKOS_FORCEINLINE_FUNCTION float zero_at_minus_inf(float x, float fx) {
-  return select(x == -std::numeric_limits<float>::infinity(), 0.0f, fx);
-}
-
 /// x * sigmoid(x) = x / (1 + e^-x): SiLU (swish). Error within 2 ulp of |x|; silu(-Inf) = 0.
 KOKKOS_FORCEINLINE_FUNCTION float silu(float x) { return times_sigmoid_of_exp2(x, x * -log2e); }
 
@@ -145,51 +139,60 @@ KOKKOS_FORCEINLINE_FUNCTION float gelu_tanh(float x) {
 }
 
 namespace detail {
-/// The coefficients of erfc's fit (W. H. Press et al., Numerical Recipes, erfcc: erfc(a) = t
-/// exp(-a^2 + sum c_k t^k) for t = 1 / (1 + a/2), a >= 0) as half_erfc takes them: c_k 2^k
-/// log2(e), rounded to float, for its polynomial in t/2 in base 2. Named for the host's vector
-/// form (backends/cpu/exp_vectors.hpp).
-struct ErfcPoly {
-  static constexpr float c9 = 126.216858f, c8 = -303.645416f, c7 = 274.87674f, c6 = -104.8162f, c5 = 12.8742905f,
-                         c4 = -4.30010986f, c3 = 1.1170404f, c2 = 2.15880251f, c1 = 2.88545847f, c0 = -1.82574821f;
+/// GELU erf form's fit of erfc (W. H. Press et al., Numerical Recipes, erfcc: erfc(a) = t
+/// exp(-a^2 + sum c_k t^k) for t = 1 / (1 + a/2), a >= 0) in the variables gelu_erf takes for
+/// a = |x| / sqrt 2: b = |x| sqrt(log2(e) / 2), so that b^2 = a^2 log2 e, and h = 1 / (d + b),
+/// d = 2 sqrt(log2 e), so that t = 2 sqrt(log2 e) h. The c_k become c_k 2^k log2(e)^((k+1)/2),
+/// rounded to float, c_0 plus log2(sqrt(log2 e)), so that erfc(a) / 2 = h 2^(P(h) - b^2).
+/// Named for the host's vector form (backends/cpu/exp_vectors.hpp).
+struct GeluErfPoly {
+  static constexpr float c9 = 656.754096f, c8 = -1315.42135f, c7 = 991.399916f, c6 = -314.740063f, c5 = 32.1854549f,
+                         c4 = -8.95011528f, c3 = 1.93566719f, c2 = 3.11449368f, c1 = 3.46578883f, c0 = -1.56136502f;
+  static constexpr float b = 0.849321800f;  // sqrt(log2(e) / 2)
+  static constexpr float d = 2.40224482f;   // 2 sqrt(log2 e)
+  static constexpr float clamp = 16.0f;     // |x| beyond which the tail term is 0
 };
 }  // namespace detail
 
-/// erfc(z) / 2, accurate in the tail, where 1 - erf(z) would cancel: Numerical Recipes' erfcc
-/// (a Chebyshev fit, relative error below 1.2e-7) rewritten for fewer operations, as
-/// h 2^(-a^2 log2 e + P(h)) for a = |z|, h = 1 / (2 + a) (half of the fit's t, one addition
-/// where t takes an fma) and P the fit's polynomial with its coefficients scaled
-/// (detail::ErfcPoly), so that exp2_in_range replaces exp's reduction of its argument; the
-/// exponent is -125 or more down to results of about 1e-38 (a < 9.3), below which the result
-/// is 0. In fp32 the rounding of the exponent (an absolute error of about an ulp of a^2 log2
-/// e) becomes a relative error of the result: measured against float64 through gelu_erf, at
-/// most 1.9e-5 where gelu_erf's result is 1e-37 or more (x down to -13; 1.5e-5 with
-/// Numerical Recipes' form, e^(-a^2 + sum c_k t^k) through exp, which took three more
-/// multiplies or fmas per value).
-KOKKOS_FORCEINLINE_FUNCTION float half_erfc(float z) {
-  using C = detail::ErfcPoly;
-  const float a = compat::fabs(z);
-  const float h = 1.0f / (2.0f + a);
-  float p = C::c9;
-  p = compat::fma(p, h, C::c8);
-  p = compat::fma(p, h, C::c7);
-  p = compat::fma(p, h, C::c6);
-  p = compat::fma(p, h, C::c5);
-  p = compat::fma(p, h, C::c4);
-  p = compat::fma(p, h, C::c3);
-  p = compat::fma(p, h, C::c2);
-  p = compat::fma(p, h, C::c1);
-  p = compat::fma(p, h, C::c0);
-  const float v = compat::fma(-(a * log2e), a, p);  // log2 of erfc(a) / (2h)
-  const float tail = h * exp2_or_zero(v);
-  return select(z < 0, 1.0f - tail, tail);
+/// 2^z, 0 where z < -126.5 (z = -Inf among them): exp2_in_range with z held at -127 or more,
+/// where 2^n for the rounded n = -127 comes out of scale_by_pow2's bits as +0 (no select after,
+/// where exp2_or_zero takes one; on CUDA devices ex2.approx.ftz flushes results below 2^-126).
+/// NaN z gives NaN.
+KOKKOS_FORCEINLINE_FUNCTION float exp2_or_zero_below(float z) {
+  const float w = select(-127.0f > z, -127.0f, z);  // vmaxps(-127, z): z where z is NaN
+#if defined(__CUDA_ARCH__)
+  return exp2_in_range(w);
+#else
+  const float t = w + detail::round_magic;
+  return detail::scale_by_pow2(detail::exp2_poly(w - (t - detail::round_magic)), t);
+#endif
 }
 
-/// GELU, exact (erf) form: 0.5 x (1 + erf(x / sqrt 2)) = x half_erfc(-x / sqrt 2). Error within
-/// 6 ulp of |x| (5.1 measured on x86 over every 7th float of |x| < 15; 4.6 with Numerical
-/// Recipes' form); for x < -2, where the result is erfc's tail, a relative error up to 1.9e-5;
-/// gelu_erf(-Inf) = 0.
-constexpr float gelu_erf_c = -0.70710678f;  // -1 / sqrt 2
-KOKKOS_FORCEINLINE_FUNCTION float gelu_erf(float x) { return zero_at_minus_inf(x, x * half_erfc(gelu_erf_c * x)); }
+/// GELU, exact (erf) form: x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), computed from the tail
+/// Phi(-|x|) = erfc(a) / 2, a = |x| / sqrt 2, as max(x, 0) - |x| Phi(-|x|) (x - x Phi(-x) for
+/// x > 0, x Phi(x) otherwise: one fma, no select between the sides), through Numerical Recipes'
+/// erfcc (a Chebyshev fit, relative error below 1.2e-7) in the variables of
+/// detail::GeluErfPoly: |x| Phi(-|x|) = (|x| h) 2^(P(h) - b^2), P by Estrin's scheme (half
+/// Horner's chain of dependent fmas, for three more multiplies: see docs/kernels.md), 2^ of its
+/// argument held at -127 or more (exp2_or_zero_below) and |x| held at 16 or less (beyond it the
+/// tail term is 0 and max(x, 0) the result: +Inf at +Inf, -0 at -Inf). The max is
+/// vmaxps(-0, x): -0 for x < 0 and x for x = +-0, so that a result for x <= -0 has x's sign.
+/// In fp32 the rounding of b^2 (about an ulp of it) becomes a relative error of the tail: within
+/// 6 ulp of |x| (4.2 measured on x86 over every 7th float of 1e-6 <= |x| <= 100); for x < -2,
+/// where the result is the tail, a relative error up to 1.4e-5 where the result is 1e-37 or
+/// more (x down to -13).
+KOKKOS_FORCEINLINE_FUNCTION float gelu_erf(float x) {
+  using C = detail::GeluErfPoly;
+  const float ax = select(C::clamp < compat::fabs(x), C::clamp, compat::fabs(x));  // vminps(16, |x|)
+  const float b = ax * C::b;
+  const float h = 1.0f / (C::d + b);
+  // P(h) by Estrin's scheme: pairs of terms, then pairs of pairs with h^2, h^4 and h^8.
+  const float h2 = h * h, h4 = h2 * h2;
+  const float p03 = compat::fma(compat::fma(C::c3, h, C::c2), h2, compat::fma(C::c1, h, C::c0));
+  const float p47 = compat::fma(compat::fma(C::c7, h, C::c6), h2, compat::fma(C::c5, h, C::c4));
+  const float p = compat::fma(compat::fma(C::c9, h, C::c8), h4 * h4, compat::fma(p47, h4, p03));
+  const float tail = exp2_or_zero_below(compat::fma(-b, b, p));
+  return compat::fma(-(ax * h), tail, select(-0.0f > x, -0.0f, x));
+}
 
 }  // namespace rooftop::math

@@ -325,15 +325,24 @@ template <class Op>
   return detail::fold_lanes(v, [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
 #endif
 }
-/// max(v, m) lane by lane, m where v is NaN (vmaxps returns its second operand where either is
-/// NaN): a running max that skips NaN values.
-[[gnu::always_inline]] inline Floats max_skipping_nan(Floats v, Floats m) {
+/// a > b ? a : b lane by lane, b where either is NaN (vmaxps), and a < b ? a : b (vminps): a
+/// ?: of whole registers is a comparison and a blend where GCC does not see the instruction.
+[[gnu::always_inline]] inline Floats max_of(Floats a, Floats b) {
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)
-  return _mm512_max_ps(v, m);
+  return _mm512_max_ps(a, b);
 #else
-  return _mm256_max_ps(v, m);
+  return _mm256_max_ps(a, b);
 #endif
 }
+[[gnu::always_inline]] inline Floats min_of(Floats a, Floats b) {
+#if defined(ROOFTOP_HAS_AVX512_CONVERT)
+  return _mm512_min_ps(a, b);
+#else
+  return _mm256_min_ps(a, b);
+#endif
+}
+/// max(v, m) lane by lane, m where v is NaN: a running max that skips NaN values.
+[[gnu::always_inline]] inline Floats max_skipping_nan(Floats v, Floats m) { return max_of(v, m); }
 /// The largest lane of v (none of them NaN).
 [[gnu::always_inline]] inline float reduce_max(Floats v) {
 #if defined(ROOFTOP_HAS_AVX512_CONVERT)

@@ -172,70 +172,63 @@ template <int U>
   times_sigmoid_of_exp2(x, z);
 }
 
-/// math::gelu_erf of U registers in place, together: half_erfc's and exp2_in_range's
-/// operations in the same order, each step over all the registers before the next, so the
-/// same values bit for bit. Written in GCC's vector extensions (arithmetic, comparisons and ?:
-/// on whole registers), one text for AVX-512 and AVX2 but for the exponential's last steps.
-/// GCC's vectorization of the portable form ran 3.6x slower than the tanh form; the figures
-/// are at kernels/activation.hpp's GeluErf.
+/// math::gelu_erf of U registers in place, together: its operations in the same order, each
+/// step over all the registers before the next, so the same values bit for bit. Written in
+/// GCC's vector extensions (arithmetic on whole registers; min_of and max_of for the selects),
+/// one text for AVX-512 and AVX2 but for the exponential's last steps. GCC's vectorization of
+/// the portable form ran 3.6x slower than the tanh form; the figures are at
+/// kernels/activation.hpp's GeluErf.
 template <int U>
 [[gnu::always_inline]] inline void gelu_erf(Floats (&x)[U]) {
   using Bits = std::uint32_t __attribute__((vector_size(sizeof(Floats))));
-  using P = math::detail::ErfcPoly;
+  using P = math::detail::GeluErfPoly;
   using Q = math::detail::Exp2Poly;
-  const Floats zero = splat(0.0f), one = splat(1.0f), floor = splat(-125.0f);
-  // half_erfc(z) of z = gelu_erf_c x, a = |z|. z < 0 where x > 0 (gelu_erf_c < 0), so z is not
-  // kept: with U = 4, x, a, h and p fill AVX2's sixteen registers (a scratch program, one
-  // thread in L1: 17.8 against 19.5 TSC cycles per register of eight with z kept).
-  Floats a[U], h[U], p[U];
+  const Floats clamp = splat(P::clamp), floor = splat(-127.0f);
+  // |x| held at 16, b = |x| sqrt(log2(e) / 2), h = 1 / (2 sqrt(log2 e) + b).
+  Floats ax[U], b[U], h[U], p[U];
   for (int u = 0; u < U; ++u) {
-    a[u] = reinterpret_cast<Floats>(reinterpret_cast<Bits>(x[u] * splat(math::gelu_erf_c)) & 0x7fffffffu);
-    h[u] = one / (splat(2.0f) + a[u]);
+    const Floats a = reinterpret_cast<Floats>(reinterpret_cast<Bits>(x[u]) & 0x7fffffffu);
+    ax[u] = min_of(clamp, a);  // a where a is NaN
+    b[u] = ax[u] * splat(P::b);
+    h[u] = splat(1.0f) / (splat(P::d) + b[u]);
   }
   // The fit's polynomial in h.
-  for (int u = 0; u < U; ++u) p[u] = fmadd(splat(P::c9), h[u], splat(P::c8));
-  for (const float c : {P::c7, P::c6, P::c5, P::c4, P::c3, P::c2, P::c1, P::c0})
-    for (int u = 0; u < U; ++u) p[u] = fmadd(p[u], h[u], splat(c));
-  // 2^v, v = -a^2 log2 e + p: exp2_in_range of max(v, -125), 0 where v < -125. p becomes v,
-  // a its rounding n and r the rest, 2^v = q 2^n for q = exp2_poly(r).
-  Floats r[U];
-  for (int u = 0; u < U; ++u) p[u] = fmadd(-(a[u] * splat(math::log2e)), a[u], p[u]);
+  for (int u = 0; u < U; ++u) {
+    const Floats h2 = h[u] * h[u], h4 = h2 * h2;
+    const Floats p03 = fmadd(fmadd(splat(P::c3), h[u], splat(P::c2)), h2, fmadd(splat(P::c1), h[u], splat(P::c0)));
+    const Floats p47 = fmadd(fmadd(splat(P::c7), h[u], splat(P::c6)), h2, fmadd(splat(P::c5), h[u], splat(P::c4)));
+    p[u] = fmadd(fmadd(splat(P::c9), h[u], splat(P::c8)), h4 * h4, fmadd(p47, h4, p03));
+  }
+  // 2^v, v = p - b^2, held at -127 or more (math::exp2_or_zero_below): b becomes v's rounding n
+  // and p the rest r, 2^v = q 2^n for q = exp2_poly(r), 0 for n = -127.
+  for (int u = 0; u < U; ++u) {
+    Floats v = fmadd(-b[u], b[u], p[u]);
+    v = max_of(floor, v);  // v where v is NaN
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
-  // With AVX-512 the rounding and the scaling are one instruction each (vrndscaleps, vscalefps:
-  // the same values, see exp2_parts) and the selects masks of the operations they choose
-  // between. A scratch program, one thread, 4096 values in L1, ns per value: 0.32 before the
-  // base-2 rewrite (math::half_erfc), 0.32 after it with the steps below and the selects as
-  // blends, 0.27 this way.
-  for (int u = 0; u < U; ++u) {
-    const Floats w = _mm512_max_ps(floor, p[u]);  // v where v is NaN
-    a[u] = _mm512_roundscale_ps(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r[u] = w - a[u];
-  }
+    // With AVX-512 the rounding and the scaling are one instruction each (vrndscaleps, vscalefps:
+    // the same values, see exp2_parts), the 0 at n = -127 a mask.
+    b[u] = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    p[u] = v - b[u];
 #else
-  const Floats magic = splat(math::detail::round_magic);
-  for (int u = 0; u < U; ++u) {
-    const Floats w = p[u] < floor ? floor : p[u];
-    a[u] = w + magic;  // n in the low bits
-    r[u] = w - (a[u] - magic);
-  }
+    const Floats magic = splat(math::detail::round_magic);
+    b[u] = v + magic;  // n in the low bits
+    p[u] = v - (b[u] - magic);
 #endif
+  }
   Floats q[U];
-  for (int u = 0; u < U; ++u) q[u] = fmadd(splat(Q::c5), r[u], splat(Q::c4));
+  for (int u = 0; u < U; ++u) q[u] = fmadd(splat(Q::c5), p[u], splat(Q::c4));
   for (const float c : {Q::c3, Q::c2, Q::c1, Q::c0})
-    for (int u = 0; u < U; ++u) q[u] = fmadd(q[u], r[u], splat(c));
-  // tail = h 2^v, half_erfc = 1 - tail where x > 0 (z < 0) else tail, x half_erfc but 0 at -Inf.
-  const Floats minus_inf = splat(-std::numeric_limits<float>::infinity());
+    for (int u = 0; u < U; ++u) q[u] = fmadd(q[u], p[u], splat(c));
+  // max(x, 0) - (|x| h) 2^v, the max -0 for x < 0 and x for x = +-0 (vmaxps(-0, x)).
+  const Floats minus_zero = splat(-0.0f);
   for (int u = 0; u < U; ++u) {
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
-    const Floats tail = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(p[u], floor, _CMP_NLT_UQ), h[u], _mm512_scalef_ps(q[u], a[u]));
-    const Floats half = _mm512_mask_sub_ps(tail, _mm512_cmp_ps_mask(x[u], zero, _CMP_GT_OQ), one, tail);
-    x[u] = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(x[u], minus_inf, _CMP_NEQ_UQ), x[u], half);
+    const Floats tail = _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(b[u], floor, _CMP_NEQ_UQ), q[u], b[u]);
 #else
-    const Floats pow2 = reinterpret_cast<Floats>((reinterpret_cast<Bits>(a[u]) << 23) + 0x3f800000u);
-    const Floats tail = h[u] * (p[u] < floor ? zero : q[u] * pow2);
-    const Floats g = x[u] * (x[u] > zero ? one - tail : tail);
-    x[u] = x[u] == minus_inf ? zero : g;
+    const Floats tail = q[u] * reinterpret_cast<Floats>((reinterpret_cast<Bits>(b[u]) << 23) + 0x3f800000u);
 #endif
+    const Floats ramp = max_of(minus_zero, x[u]);
+    x[u] = fmadd(-(ax[u] * h[u]), tail, ramp);
   }
 }
 /// math::gelu_erf in lanes.
