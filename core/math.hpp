@@ -175,8 +175,8 @@ KOKKOS_FORCEINLINE_FUNCTION float exp2_or_zero_below(float z) {
 /// detail::GeluErfPoly: |x| Phi(-|x|) = (|x| h) 2^(P(h) - b^2), P by Estrin's scheme (half
 /// Horner's chain of dependent fmas, for three more multiplies: see docs/kernels.md), 2^ of its
 /// argument held at -127 or more (exp2_or_zero_below) and |x| held at 16 or less (beyond it the
-/// tail term is 0 and max(x, 0) the result: +Inf at +Inf, -0 at -Inf). The max is
-/// vmaxps(-0, x): -0 for x < 0 and x for x = +-0, so that a result for x <= -0 has x's sign.
+/// tail term is 0 and max(x, 0) the result: +Inf at +Inf, -0 at -Inf). The max is -0 where x's
+/// sign is set (x = -0 among them), so that a result for x <= -0 has x's sign.
 /// In fp32 the rounding of b^2 (about an ulp of it) becomes a relative error of the tail: within
 /// 6 ulp of |x| (4.2 measured on x86 over every 7th float of 1e-6 <= |x| <= 100); for x < -2,
 /// where the result is the tail, a relative error up to 1.4e-5 where the result is 1e-37 or
@@ -192,7 +192,12 @@ KOKKOS_FORCEINLINE_FUNCTION float gelu_erf(float x) {
   const float p47 = compat::fma(compat::fma(C::c7, h, C::c6), h2, compat::fma(C::c5, h, C::c4));
   const float p = compat::fma(compat::fma(C::c9, h, C::c8), h4 * h4, compat::fma(p47, h4, p03));
   const float tail = exp2_or_zero_below(compat::fma(-b, b, p));
-  return compat::fma(-(ax * h), tail, select(-0.0f > x, -0.0f, x));
+  // max(x, 0), but -0 where x's sign is set: x's bits with all but the sign cleared there (the
+  // vector form's vmaxps(-0, x)). In integer operations: Clang turned select(-0.0f > x, -0.0f,
+  // x) into a comparison x <= 0, which gives -0 at x = +0.
+  const std::uint32_t u = compat::bit_cast<std::uint32_t>(x);
+  const float ramp = compat::bit_cast<float>(u & ~(static_cast<std::uint32_t>(static_cast<std::int32_t>(u) >> 31) >> 1));
+  return compat::fma(-(ax * h), tail, ramp);
 }
 
 }  // namespace rooftop::math

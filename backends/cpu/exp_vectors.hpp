@@ -219,7 +219,8 @@ template <int U>
   for (int u = 0; u < U; ++u) q[u] = fmadd(splat(Q::c5), p[u], splat(Q::c4));
   for (const float c : {Q::c3, Q::c2, Q::c1, Q::c0})
     for (int u = 0; u < U; ++u) q[u] = fmadd(q[u], p[u], splat(c));
-  // max(x, 0) - (|x| h) 2^v, the max -0 for x < 0 and x for x = +-0 (vmaxps(-0, x)).
+  // max(x, 0) - (|x| h) 2^v, the max vmaxps(-0, x): -0 for x < 0 and x = -0, x for x > 0 and
+  // x = +0 (and NaN x, where the result is NaN anyway), math::gelu_erf's bits.
   const Floats minus_zero = splat(-0.0f);
   for (int u = 0; u < U; ++u) {
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
@@ -227,8 +228,7 @@ template <int U>
 #else
     const Floats tail = q[u] * reinterpret_cast<Floats>((reinterpret_cast<Bits>(b[u]) << 23) + 0x3f800000u);
 #endif
-    const Floats ramp = max_of(minus_zero, x[u]);
-    x[u] = fmadd(-(ax[u] * h[u]), tail, ramp);
+    x[u] = fmadd(-(ax[u] * h[u]), tail, max_of(minus_zero, x[u]));
   }
 }
 /// math::gelu_erf in lanes.
