@@ -8,7 +8,7 @@
 /// math::detail::scale_by_pow2 does, and rounding to nearest is what the portable form's
 /// constant does. With AVX2, the portable form's operations in intrinsics. Used by softmax's
 /// rows (softmax_row.hpp) and by GELU and SiLU on the host (kernels/activation.hpp); GELU's erf
-/// form adds half_erfc.
+/// form adds erfc's fit.
 #pragma once
 
 #include "../../core/math.hpp"
