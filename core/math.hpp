@@ -159,13 +159,7 @@ struct GeluErfPoly {
 /// where exp2_or_zero takes one; on CUDA devices ex2.approx.ftz flushes results below 2^-126).
 /// NaN z gives NaN.
 KOKKOS_FORCEINLINE_FUNCTION float exp2_or_zero_below(float z) {
-  const float w = select(-127.0f > z, -127.0f, z);  // vmaxps(-127, z): z where z is NaN
-#if defined(__CUDA_ARCH__)
-  return exp2_in_range(w);
-#else
-  const float t = w + detail::round_magic;
-  return detail::scale_by_pow2(detail::exp2_poly(w - (t - detail::round_magic)), t);
-#endif
+  return exp2_in_range(select(-127.0f > z, -127.0f, z));  // vmaxps(-127, z): z where z is NaN
 }
 
 /// GELU, exact (erf) form: x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), computed from the tail
