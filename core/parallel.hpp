@@ -412,6 +412,34 @@ template <class T, int U>
   return register_bits<T>(v, std::make_integer_sequence<int, sizeof(T) == 4 ? U : U / 2>{});
 }
 
+#endif
+
+#if defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_AVX2_LANES)
+/// U / 4 cache lines of 32 bf16 from p (unaligned) as U registers of floats: the even and the
+/// odd values of its first sixteen, then of the next sixteen, and so on (cpu::load_pairs; AVX2
+/// hosts).
+template <int U>
+[[gnu::always_inline]] inline void load_pair_lines(const bf16* p, cpu::Floats (&v)[U]) {
+  static_assert(U % 4 == 0, "load_pair_lines: whole cache lines");
+  for (int k = 0; k < U / 2; ++k) {
+    const cpu::Bf16Pairs pairs = cpu::load_pairs(p + 16 * k);
+    v[2 * k] = pairs.even;
+    v[2 * k + 1] = pairs.odd;
+  }
+}
+/// The bits of those lines from U such registers, each value rounded as narrow<bf16> does (in
+/// one braced list, as register_bits).
+template <int U, int... k>
+[[gnu::always_inline]] inline cpu::RegisterBits<U / 2> merge_pair_lines(const cpu::Floats (&v)[U], std::integer_sequence<int, k...>) {
+  return {{cpu::merge_pairs(v[2 * k], v[2 * k + 1])...}};
+}
+template <int U>
+[[gnu::always_inline]] inline cpu::RegisterBits<U / 2> merge_pair_lines(const cpu::Floats (&v)[U]) {
+  return merge_pair_lines(v, std::make_integer_sequence<int, U / 2>{});
+}
+#endif
+
+#if defined(ROOFTOP_HAS_MAP_LINES)
 /// out[j] for j in [0, n) on an AVX-512 or AVX2 host (T: fp32, bf16 or fp16), `together`
 /// registers of fp32 lanes at a time: registers(j, v) fills the cpu::Floats v[U] with the
 /// values of out[j, j + U cpu::float_lanes) together (U: `together`, or one cache line's worth
@@ -419,10 +447,24 @@ template <class T, int U>
 /// chain of steps can interleave them (see cpu::times_sigmoid_of_exp2). Streamed where
 /// `streamed` (the caller fences), narrowed as map_lines narrows; the elements before out's
 /// first line boundary and after its last whole line come from one(j), stored plainly (see
-/// map_whole_lines).
-template <bool streamed, int together, class T, class Registers, class One>
+/// map_whole_lines). `pairs` (bf16 on AVX2 hosts): v holds the values in load_pair_lines'
+/// order, narrowed as merge_pair_lines does.
+template <bool streamed, int together, bool pairs = false, class T, class Registers, class One>
 [[gnu::always_inline]] inline void map_line_registers(T* out, std::int64_t n, const Registers& registers, const One& one) {
   static_assert(cpu::has_float_lanes<T>, "map_line_registers: fp32, bf16 or fp16 outputs");
+  const auto bits = [](const auto& v) __attribute__((always_inline)) {
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+    if constexpr (pairs) {
+      static_assert(std::is_same_v<T, bf16>, "map_line_registers: pairs of registers of bf16");
+      return merge_pair_lines(v);
+    } else {
+      return register_bits<T>(v);
+    }
+#else
+    static_assert(!pairs, "map_line_registers: pairs of registers on AVX2 hosts");
+    return register_bits<T>(v);
+#endif
+  };
   constexpr int line_registers = 64 / static_cast<int>(cpu::float_lanes * sizeof(T));
   static_assert(together % line_registers == 0, "map_line_registers: whole lines per step");
   constexpr std::int64_t wide = together * cpu::float_lanes;
@@ -432,7 +474,7 @@ template <bool streamed, int together, class T, class Registers, class One>
   for (; j + wide <= n; j += wide) {
     cpu::Floats v[together];
     registers(j, v);
-    cpu::store_bits<streamed>(out + j, register_bits<T>(v));
+    cpu::store_bits<streamed>(out + j, bits(v));
   }
   // From this line boundary on, map_whole_lines: a line's registers at a time, then one(j).
   map_whole_lines<streamed>(
@@ -440,25 +482,9 @@ template <bool streamed, int together, class T, class Registers, class One>
       [&](const std::int64_t i) {
         cpu::Floats v[line_registers];
         registers(j + i, v);
-        return register_bits<T>(v);
+        return bits(v);
       },
       [&](const std::int64_t i) { return one(j + i); });
-}
-#endif
-
-#if defined(ROOFTOP_HAS_MAP_LINES) && defined(ROOFTOP_HAS_AVX2_LANES)
-/// A cache line of 32 bf16 from p (unaligned) as four registers of floats: the even and the odd
-/// values of its first half, then of its second (cpu::load_pairs; AVX2 hosts).
-[[gnu::always_inline]] inline void load_pair_line(const bf16* p, cpu::Floats (&v)[4]) {
-  const cpu::Bf16Pairs first = cpu::load_pairs(p), second = cpu::load_pairs(p + 16);
-  v[0] = first.even;
-  v[1] = first.odd;
-  v[2] = second.even;
-  v[3] = second.odd;
-}
-/// The bits of that line from four such registers, each value rounded as narrow<bf16> does.
-[[gnu::always_inline]] inline cpu::RegisterBits<2> merge_pair_line(const cpu::Floats (&v)[4]) {
-  return {{cpu::merge_pairs(v[0], v[1]), cpu::merge_pairs(v[2], v[3])}};
 }
 #endif
 

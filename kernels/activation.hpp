@@ -89,7 +89,12 @@ inline constexpr bool activation_lanes_pay = cpu::has_float_lanes<T> && !(cpu::f
 /// narrowing in order take lane shuffles whose constants spill beside GELU's. Zen 3 VM, one
 /// process alternating with the portable blocks (convert_map), best ns per element: one thread,
 /// 64x4096, gelu 0.814 -> 0.702, silu 0.709 -> 0.605; 2 threads, 16384x4096 (memory), gelu
-/// 0.384 -> 0.350, silu 0.375 -> 0.315.
+/// 0.384 -> 0.350, silu 0.375 -> 0.315. Two cache lines (eight registers) together rather than
+/// one (map_line_registers in pairs, registers_together), one thread, 16384 values in L2, the
+/// builds alternated twice, best us: gelu 10.43 -> 8.56, silu 9.94 -> 8.25, GELU's erf form
+/// 16.15 -> 13.94; bias_gelu rows of 768 11.04 -> 9.02, of 4096 10.97 -> 9.00, of 32768 20.96
+/// -> 17.11. From memory (2 threads, --quick) within the noise: they stay near 0.4 of the
+/// paired roof there, streamed or not.
 template <class T>
 inline constexpr bool activation_pairs =
 #if defined(ROOFTOP_HAS_AVX2_LANES)
@@ -133,13 +138,11 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
       // the erf form's bf16/fp16 1.3x (docs/kernels.md has the figures).
 #if defined(ROOFTOP_HAS_AVX2_LANES)
       if constexpr (activation_pairs<T>) {
-        return map_whole_lines<streamed>(
+        return map_line_registers<streamed, registers_together<F, T>, true>(
             out + lo, hi - lo,
-            [&](const std::int64_t j) {
-              cpu::Floats v[4];
-              load_pair_line(from + j, v);
+            [&](const std::int64_t j, auto& v) {
+              load_pair_lines(from + j, v);
               F::lanes(v);
-              return merge_pair_line(v);
             },
             one);
       }
@@ -339,15 +342,15 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
         if constexpr (pairs_of_rows) {
           const T* const in = &x(r.row, 0);
           const T* const b = bias.data();
-          map_whole_lines<false>(
+          map_line_registers<false, registers_together<G, T>, true>(
               &y(r.row, 0), cols,
-              [&](const std::int64_t c) {
-                cpu::Floats s[4], w[4];
-                load_pair_line(in + c, s);
-                load_pair_line(b + c, w);
-                for (int u = 0; u < 4; ++u) s[u] += w[u];
+              [&](const std::int64_t c, auto& s) {
+                constexpr int U = registers_of<decltype(s)>;
+                cpu::Floats w[U];
+                load_pair_lines(in + c, s);
+                load_pair_lines(b + c, w);
+                for (int u = 0; u < U; ++u) s[u] += w[u];
                 G::lanes_of(s);
-                return merge_pair_line(s);
               },
               [&](const std::int64_t c) { return g(float(in[c]) + float(b[c]), c); });
           return;
@@ -386,9 +389,18 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
 struct Relu {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::select((v > 0.0f) | (v != v), v, 0.0f); }
 };
+/// GELU's tanh form; SiLU below. On AVX2 hosts eight registers together (step_registers is
+/// four there; the sixteen registers spill, but the chains overlap more). Zen 3 VM, one thread,
+/// 16384 values in L2, the builds alternated twice, best us: gelu fp32 6.62 -> 6.25, fp16 7.71
+/// -> 6.72, bf16 see activation_pairs; bias_gelu fp32 rows of 768 / 4096 / 32768 7.26 / 7.20 /
+/// 13.69 -> 6.78 / 6.68 / 12.63, fp16 8.40 / 8.25 / 15.73 -> 7.47 / 7.26 / 13.77; silu fp32
+/// 5.70 -> 5.49, fp16 6.61 -> 6.67 (bf16 see activation_pairs).
 struct GeluTanh {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::gelu_tanh(v); }
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+  static constexpr int together = 8;
+#endif
   [[gnu::always_inline]] static cpu::Floats lanes(cpu::Floats v) { return cpu::gelu_tanh(v); }
   template <int U>
   [[gnu::always_inline]] static void lanes(cpu::Floats (&v)[U]) { cpu::gelu_tanh(v); }
@@ -424,9 +436,13 @@ void with_gelu(Gelu form, const F& f) {
     f(GeluErf{});
   }
 }
+/// SiLU: eight registers together on AVX2 hosts, as GeluTanh (its figures are above).
 struct Silu {
   KOKKOS_FORCEINLINE_FUNCTION float operator()(float v) const { return math::silu(v); }
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+  static constexpr int together = 8;
+#endif
   [[gnu::always_inline]] static cpu::Floats lanes(cpu::Floats v) { return cpu::silu(v); }
   template <int U>
   [[gnu::always_inline]] static void lanes(cpu::Floats (&v)[U]) { cpu::silu(v); }

@@ -267,7 +267,7 @@ struct DropoutMask {
       for (int u = 0; u < U; ++u) lows[u] = Bits{0, 1, 2, 3, 4, 5, 6, 7} + (low + 8u * static_cast<std::uint32_t>(u));
       apply(v, lows, key);
     }
-    /// apply for bf16 in pairs of registers (cpu::load_pair_line): v = the even and the odd
+    /// apply for bf16 in pairs of registers (load_pair_lines): v = the even and the odd
     /// elements of the sixteen from low, then of the sixteen from low + 16. From an even
     /// counter the even elements take the low halves of their pairs' hashes (moved to the
     /// top) and the odd ones the high halves, one register of hashes per sixteen elements.
@@ -310,16 +310,16 @@ void dropout_lines(const DropoutMask& mask, const In* in, T* out, std::int64_t n
     };
 #if defined(ROOFTOP_HAS_AVX2_LANES)
     if constexpr (std::is_same_v<In, bf16> && std::is_same_v<T, bf16>) {
-      // bf16 on AVX2 in pairs of registers (cpu::load_pair_line). Zen 3 VM, one process
+      // bf16 on AVX2 in pairs of registers (load_pair_lines). Zen 3 VM, one process
       // alternating with the in-order lanes, best: one thread 64x4096 0.425 -> 0.381 ns per
       // element; 2 threads 2^26 elements, two runs, 15.1 -> 17.5 and 17.6 -> 19.5 GB/s.
       map_whole_lines<streamed>(
           out + j0, count,
           [&](const std::int64_t j) __attribute__((always_inline)) {
             __m256 v[4];
-            load_pair_line(x + j, v);
+            load_pair_lines(x + j, v);
             lanes.apply_pairs(v, low + static_cast<std::uint32_t>(j), key);
-            return merge_pair_line(v);
+            return merge_pair_lines(v);
           },
           one);
       return;
@@ -426,15 +426,18 @@ struct GeluDropout {
         // Four registers at a time, their GELUs together (cpu::times_sigmoid_of_exp2): one
         // thread, 4x4096 (in L2), best us: fp32 12.2 -> 11.2, bf16 16.5 -> 15.3, fp16 13.8 ->
         // 12.5; 2 threads, 5461x4096 fp32, three alternations: 15.2-16.3 -> 17.2-20.4 GB/s
-        // (side by side with chain_unfused, 1.48-1.50x before and 1.43-1.53x after).
-        for (; j + 4 * cpu::float_lanes <= n; j += 4 * cpu::float_lanes) {
-          cpu::Floats v[4];
-          for (int u = 0; u < 4; ++u) {
+        // (side by side with chain_unfused, 1.48-1.50x before and 1.43-1.53x after). Eight
+        // since GELU's forms take eight together on AVX2 (registers_together), 4x4096, builds
+        // alternated twice, best us: fp32 11.25 -> 10.78, bf16 15.97 -> 14.45, fp16 12.29 -> 11.51.
+        constexpr int U = registers_together<G, T>;
+        for (; j + U * cpu::float_lanes <= n; j += U * cpu::float_lanes) {
+          cpu::Floats v[U];
+          for (int u = 0; u < U; ++u) {
             const std::int64_t c = c0 + j + cpu::float_lanes * u;
             v[u] = cpu::load_floats(in + c) + cpu::load_floats(bias + c);
           }
           G::lanes(v);
-          for (int u = 0; u < 4; ++u) _mm256_store_ps(values + j + cpu::float_lanes * u, v[u]);
+          for (int u = 0; u < U; ++u) _mm256_store_ps(values + j + cpu::float_lanes * u, v[u]);
         }
         for (; j + cpu::float_lanes <= n; j += cpu::float_lanes)
           _mm256_store_ps(values + j, G::lanes(cpu::load_floats(in + c0 + j) + cpu::load_floats(bias + c0 + j)));
