@@ -223,6 +223,33 @@ TEST_CASE_TEMPLATE("block conversions on the host match element by element", T, 
   }
 }
 
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+TEST_CASE("bf16 pairs of registers narrow as bf16(float) does, NaN in either register or none") {
+  // cpu::merge_pairs: one compare finds a NaN in either register, and the blends that quiet it
+  // run only then; random floats of every magnitude, ties, and the special values, each in
+  // the even or the odd register, alone or with a NaN beside it.
+  std::mt19937_64 rng(test::next_seed());
+  const float specials[] = {0.0f, -0.0f, from_bits32(0x3f808000u), from_bits32(0x3f818000u), from_bits32(0x7f7fffffu),
+                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            from_bits32(0x00018000u), from_bits32(0x807fffffu), std::nanf(""), from_bits32(0x7f800001u),
+                            from_bits32(0xffffffffu), from_bits32(0x7fbfffffu), from_bits32(0x7fff8000u)};
+  for (int trial = 0; trial < 4096; ++trial) {
+    float values[16];
+    for (auto& f : values) f = from_bits32((static_cast<std::uint32_t>(rng()) & 0x807fffffu) | ((static_cast<std::uint32_t>(rng() % 254) + 1) << 23));
+    if (trial % 2) values[rng() % 16] = specials[rng() % std::size(specials)];
+    if (trial % 3 == 0) values[rng() % 16] = specials[rng() % std::size(specials)];
+    float even[8], odd[8];
+    for (int i = 0; i < 8; ++i) {
+      even[i] = values[2 * i];
+      odd[i] = values[2 * i + 1];
+    }
+    std::uint16_t got[16];
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(got), cpu::merge_pairs(_mm256_loadu_ps(even), _mm256_loadu_ps(odd)));
+    for (int i = 0; i < 16; ++i) REQUIRE_MESSAGE(got[i] == bf16(values[i]).bits, "f = " << values[i] << ", trial " << trial);
+  }
+}
+#endif
+
 TEST_CASE("dtype names round-trip and unknown names are rejected") {
   for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::fp16}) CHECK(parse_dtype(dtype_name(d)) == d);
   CHECK_THROWS_WITH_AS(parse_dtype("int8"), doctest::Contains("unknown dtype 'int8'"), std::invalid_argument);

@@ -81,19 +81,36 @@ inline constexpr bool widens_in_blocks =
 
 #if defined(ROOFTOP_HAS_AVX2_BF16)
 namespace detail {
-/// bf16(f) for eight floats, each in the low half of its 32-bit lane: bf16::from_float's
-/// rounding (add 0x7fff plus the lowest kept bit, keep the top half), NaN quieted.
-inline __m256i bf16_bits(__m256 f) {
+/// bf16::from_float's rounding (add 0x7fff plus the lowest kept bit) of eight floats: the bf16
+/// of each in the high half of its 32-bit lane. `maybe_nan`: NaN quieted (a compare and a
+/// blend); without it a NaN lane's bits are meaningless (see any_nan).
+template <bool maybe_nan = true>
+[[gnu::always_inline]] inline __m256i bf16_high(__m256 f) {
   const __m256i u = _mm256_castps_si256(f);
   const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
   const __m256i rounded = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lowest_kept);
+  if constexpr (!maybe_nan) return rounded;
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
-  return _mm256_srli_epi32(_mm256_blendv_epi8(rounded, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan), 16);
+  return _mm256_blendv_epi8(rounded, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
+}
+/// bf16(f) for eight floats, each in the low half of its 32-bit lane: bf16::from_float's
+/// rounding, NaN quieted.
+inline __m256i bf16_bits(__m256 f) { return _mm256_srli_epi32(bf16_high(f), 16); }
+/// Whether a lane of a or of b is NaN: one compare for two registers, so that code narrowing
+/// them can leave NaN's blend to a branch rarely taken (two operations per pair of registers
+/// where the blends take six).
+[[gnu::always_inline]] inline bool any_nan(__m256 a, __m256 b) {
+  const __m256 m = _mm256_cmp_ps(a, b, _CMP_UNORD_Q);
+  return !_mm256_testz_ps(m, m);
 }
 /// bf16(f) for sixteen floats (lo the first eight), packed into sixteen 16-bit lanes in order:
 /// packus interleaves the two halves by 128-bit lane; the permute puts them in order.
 inline __m256i bf16_bits(__m256 lo, __m256 hi) {
-  return _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_bits(lo), bf16_bits(hi)), 0xd8);
+  const auto packed = [](__m256i l, __m256i h) __attribute__((always_inline)) {
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(l, 16), _mm256_srli_epi32(h, 16)), 0xd8);
+  };
+  if (__builtin_expect(any_nan(lo, hi), 0)) return packed(bf16_high(lo), bf16_high(hi));
+  return packed(bf16_high<false>(lo), bf16_high<false>(hi));
 }
 }  // namespace detail
 #endif
@@ -241,7 +258,11 @@ struct Bf16Pairs {
 /// The bits of sixteen bf16 in order from the pairs' values (even, odd as load_pairs gives
 /// them), each rounded as narrow<bf16> does: no pack or lane permute.
 [[gnu::always_inline]] inline __m256i merge_pairs(__m256 even, __m256 odd) {
-  return _mm256_or_si256(detail::bf16_bits(even), _mm256_slli_epi32(detail::bf16_bits(odd), 16));
+  const auto merged = [](__m256i e, __m256i o) __attribute__((always_inline)) {
+    return _mm256_or_si256(_mm256_srli_epi32(e, 16), _mm256_and_si256(o, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+  };
+  if (__builtin_expect(detail::any_nan(even, odd), 0)) return merged(detail::bf16_high(even), detail::bf16_high(odd));
+  return merged(detail::bf16_high<false>(even), detail::bf16_high<false>(odd));
 }
 
 /// Sixteen floats (lo the first eight) as T, packed into sixteen 16-bit lanes: the bits of
