@@ -93,9 +93,6 @@ template <bool maybe_nan = true>
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
   return _mm256_blendv_epi8(rounded, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
 }
-/// bf16(f) for eight floats, each in the low half of its 32-bit lane: bf16::from_float's
-/// rounding, NaN quieted.
-inline __m256i bf16_bits(__m256 f) { return _mm256_srli_epi32(bf16_high(f), 16); }
 /// Whether a lane of a or of b is NaN: one compare for two registers, so that code narrowing
 /// them can leave NaN's blend to a branch rarely taken (two operations per pair of registers
 /// where the blends take six).
