@@ -100,14 +100,18 @@ template <bool maybe_nan = true>
   const __m256 m = _mm256_cmp_ps(a, b, _CMP_UNORD_Q);
   return !_mm256_testz_ps(m, m);
 }
+/// join(bf16_high(a), bf16_high(b)): the NaN quieting only where any_nan finds one.
+template <class Join>
+[[gnu::always_inline]] inline __m256i bf16_two(__m256 a, __m256 b, const Join& join) {
+  if (__builtin_expect(any_nan(a, b), 0)) return join(bf16_high(a), bf16_high(b));
+  return join(bf16_high<false>(a), bf16_high<false>(b));
+}
 /// bf16(f) for sixteen floats (lo the first eight), packed into sixteen 16-bit lanes in order:
 /// packus interleaves the two halves by 128-bit lane; the permute puts them in order.
 inline __m256i bf16_bits(__m256 lo, __m256 hi) {
-  const auto packed = [](__m256i l, __m256i h) __attribute__((always_inline)) {
+  return bf16_two(lo, hi, [](__m256i l, __m256i h) __attribute__((always_inline)) {
     return _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(l, 16), _mm256_srli_epi32(h, 16)), 0xd8);
-  };
-  if (__builtin_expect(any_nan(lo, hi), 0)) return packed(bf16_high(lo), bf16_high(hi));
-  return packed(bf16_high<false>(lo), bf16_high<false>(hi));
+  });
 }
 }  // namespace detail
 #endif
@@ -255,11 +259,9 @@ struct Bf16Pairs {
 /// The bits of sixteen bf16 in order from the pairs' values (even, odd as load_pairs gives
 /// them), each rounded as narrow<bf16> does: no pack or lane permute.
 [[gnu::always_inline]] inline __m256i merge_pairs(__m256 even, __m256 odd) {
-  const auto merged = [](__m256i e, __m256i o) __attribute__((always_inline)) {
+  return detail::bf16_two(even, odd, [](__m256i e, __m256i o) __attribute__((always_inline)) {
     return _mm256_or_si256(_mm256_srli_epi32(e, 16), _mm256_and_si256(o, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
-  };
-  if (__builtin_expect(detail::any_nan(even, odd), 0)) return merged(detail::bf16_high(even), detail::bf16_high(odd));
-  return merged(detail::bf16_high<false>(even), detail::bf16_high<false>(odd));
+  });
 }
 
 /// Sixteen floats (lo the first eight) as T, packed into sixteen 16-bit lanes: the bits of
