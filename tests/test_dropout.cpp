@@ -31,16 +31,17 @@ TEST_CASE_TEMPLATE("dropout keeps 1 - p of the elements, scaled by 1 / (1 - p) f
       rooftop::dropout(Exec(), x, y, p, seed);
       const auto hx = host(x), hy = host(y);
       const DropoutMask mask(p, seed, 0);
+      const double p_kernel = std::round(p * 65536) / 65536;  // p in steps of 2^-16
       std::int64_t kept = 0;
       for (std::int64_t i = 0; i < n; ++i) {
-        const double want = mask.keep(i) ? hx[i] / (1 - std::round(p * 65536) / 65536) : 0.0;
+        const double want = mask.keep(i) ? hx[i] / (1 - p_kernel) : 0.0;
         REQUIRE(std::abs(hy[i] - want) <= reference::tolerance<T>(want, want, 2));
         kept += hy[i] != 0;
       }
       if (p == 0) CHECK(kept == n);
       if (p == 1) CHECK(kept == 0);
-      if (n > 100000) {  // binomial: within 6 standard deviations
-        const double expected = (1 - p) * n, sd = std::sqrt(n * p * (1 - p));
+      if (n > 100000) {  // binomial in the kernel's p (0.9999 is 0.99989: 112 kept, not 105): within 6 sd
+        const double expected = (1 - p_kernel) * n, sd = std::sqrt(n * p_kernel * (1 - p_kernel));
         CHECK(std::abs(kept - expected) <= 6 * sd + 1);
       }
     }
@@ -204,7 +205,10 @@ TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in seque
         rooftop::gelu(Exec(), test::flat(t1), test::flat(t2), form);
         rooftop::dropout(Exec(), test::flat(t2), test::flat(unfused), 0.2, seed, offset);
         const auto hu = host(unfused);
-        for (std::size_t i = 0; i < hu.size(); ++i) REQUIRE((hu[i] == 0) == (hf[i] == 0 && want[i] == 0));
+        // A kept value below the smallest subnormal (fp16: x + b = +-2^-24) may round to 0 in
+        // the chain's intermediate and not in the fused kernel: those are left out.
+        for (std::size_t i = 0; i < hu.size(); ++i)
+          if (want[i] == 0 || std::abs(want[i]) >= denorm_min<T>()) REQUIRE((hu[i] == 0) == (hf[i] == 0 && want[i] == 0));
       }
 }
 
