@@ -25,6 +25,11 @@
 #include <type_traits>
 #include <utility>
 
+#if !defined(__CUDA_ARCH__) && defined(__FMA__)
+#include <immintrin.h>
+#define ROOFTOP_HAS_FMA_REGISTERS 1
+#endif
+
 namespace rooftop::harness {
 
 /// The device Exec runs on: the GPU's name on CUDA, else the CPU model (the report's
@@ -121,9 +126,10 @@ constexpr int host_vector_bytes() {
 }
 
 /// Independent FMA chains per work item, per backend. CPU: twelve registers of the widest
-/// vector the compiler uses, enough to cover FMA latency x FMA pipes (Zen 3 and Zen 5: 4 cycles
-/// x 2 pipes = 8 registers in flight) with registers to spare; with AVX-512 the compiler puts
-/// the chains in zmm registers, and 256-bit sizing left only 6 of them. GPU: 8 per thread hides
+/// vector the host code is compiled for, enough to cover FMA latency x FMA pipes (Zen 3 and
+/// Zen 5: 4 cycles x 2 pipes = 8 registers in flight; Zen 1: 5 cycles x 2 pipes of 128-bit
+/// halves) with registers to spare; with AVX-512 the chains are in zmm registers, and 256-bit
+/// sizing left only 6 of them. GPU: 8 per thread hides
 /// the FMA latency with a few warps per scheduler; the launch supplies many more, and few
 /// registers per thread keep occupancy high.
 template <class Exec, class T>
@@ -132,22 +138,84 @@ constexpr int fma_chains() {
   return 12 * static_cast<int>(host_vector_bytes() / sizeof(T));
 }
 
+#if defined(ROOFTOP_HAS_FMA_REGISTERS)
+/// One host vector register of T, host_vector_bytes() wide, and its FMA: the CPU's FMA chains
+/// are written in these, not left to the auto-vectorizer, whose vector width is the compiler's
+/// tuning choice. GCC's -march=znver1 (Zen 1, whose 256-bit FMAs are two 128-bit halves)
+/// prefers 128-bit vectors, and the plain loop's 96 float chains, 24 xmm registers where there
+/// are 16, then lived in memory, a load and a store around each FMA: the FP32 ceiling came out
+/// at 35.1 GFLOP/s, below FP64's 39.5 (their 48 chains mostly in registers).
+template <class T>
+struct FmaRegister;
+#if defined(__AVX512F__)
+template <>
+struct FmaRegister<float> {
+  using V = __m512;
+  static V splat(float x) { return _mm512_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+};
+template <>
+struct FmaRegister<double> {
+  using V = __m512d;
+  static V splat(double x) { return _mm512_set1_pd(x); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+};
+#else
+template <>
+struct FmaRegister<float> {
+  using V = __m256;
+  static V splat(float x) { return _mm256_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+};
+template <>
+struct FmaRegister<double> {
+  using V = __m256d;
+  static V splat(double x) { return _mm256_set1_pd(x); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+};
+#endif
+#endif
+
 /// Runs `items` work items of fma_chains<Exec, T>() independent chains x `iters` FMAs; returns FLOPs.
 /// The chains converge (a < 1) so values stay normal; their sum is written so nothing is dead.
 template <class Exec, class T>
 double run_fma_chains(const Exec& exec, const Kokkos::View<T*, typename Exec::memory_space>& out, int iters) {
   constexpr int chains = fma_chains<Exec, T>();
-  Kokkos::parallel_for(
-      "rooftop::peak_fma", compat::Range<Exec>(exec, 0, out.extent(0)), KOKKOS_LAMBDA(const std::int64_t i) {
-        T acc[chains];
-        for (int k = 0; k < chains; ++k) acc[k] = T(1) + T(1e-3) * T(k + i % 7);
-        const T a = T(0.9999), b = T(1e-4);
-        for (int it = 0; it < iters; ++it)
-          for (int k = 0; k < chains; ++k) acc[k] = compat::fma(acc[k], a, b);
-        T s = 0;
-        for (int k = 0; k < chains; ++k) s += acc[k];
-        out(i) = s;
-      });
+#if defined(ROOFTOP_HAS_FMA_REGISTERS)
+  if constexpr (!detail::ReductionShape<Exec, T>::gpu) {
+    using R = FmaRegister<T>;
+    using V = typename R::V;
+    constexpr int lanes = static_cast<int>(sizeof(V) / sizeof(T)), registers = chains / lanes;
+    static_assert(registers * lanes == chains, "run_fma_chains: whole registers");
+    Kokkos::parallel_for("rooftop::peak_fma", compat::Range<Exec>(exec, 0, out.extent(0)), [=](const std::int64_t i) {
+      V acc[registers];  // chain c is lane c % lanes of register c / lanes, as the plain loop's acc[c] starts
+      for (int k = 0; k < registers; ++k)
+        for (int l = 0; l < lanes; ++l) acc[k][l] = T(1) + T(1e-3) * T(k * lanes + l + i % 7);
+      const V a = R::splat(T(0.9999)), b = R::splat(T(1e-4));
+      for (int it = 0; it < iters; ++it) {
+        ROOFTOP_UNROLL
+        for (int k = 0; k < registers; ++k) acc[k] = R::fma(acc[k], a, b);
+      }
+      T s = 0;
+      for (int k = 0; k < registers; ++k)
+        for (int l = 0; l < lanes; ++l) s += acc[k][l];
+      out(i) = s;
+    });
+  } else
+#endif
+  {
+    Kokkos::parallel_for(
+        "rooftop::peak_fma", compat::Range<Exec>(exec, 0, out.extent(0)), KOKKOS_LAMBDA(const std::int64_t i) {
+          T acc[chains];
+          for (int k = 0; k < chains; ++k) acc[k] = T(1) + T(1e-3) * T(k + i % 7);
+          const T a = T(0.9999), b = T(1e-4);
+          for (int it = 0; it < iters; ++it)
+            for (int k = 0; k < chains; ++k) acc[k] = compat::fma(acc[k], a, b);
+          T s = 0;
+          for (int k = 0; k < chains; ++k) s += acc[k];
+          out(i) = s;
+        });
+  }
   return 2.0 * chains * iters * static_cast<double>(out.extent(0));
 }
 

@@ -816,7 +816,7 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, std::int64_t
                                              batch * slabs * mm * ld);
   auto run = [&](auto rows) {
     constexpr int MM = decltype(rows)::value;
-    constexpr bool rows_block = MM >= 2 && cpu::has_skinny_blocks<Acc, TB>;
+    [[maybe_unused]] constexpr bool rows_block = MM >= 2 && cpu::has_skinny_blocks<Acc, TB>;
     Kokkos::parallel_for("rooftop::gemm", compat::Range<Exec>(exec, 0, batch * slabs * stretches), [=](const std::int64_t item) {
       const std::int64_t bt = item / (slabs * stretches), s = item / stretches % slabs;
       const std::int64_t j0 = item % stretches * stretch, j1 = std::min(n, j0 + stretch);

@@ -10,7 +10,9 @@
 #include <rooftop/kernels/gemm.hpp>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
+#include <vector>
 
 using namespace rooftop;
 using test::Exec;
@@ -412,6 +414,34 @@ TEST_CASE_TEMPLATE("the harness's matrix-unit peak kernel computes its chains of
   constexpr int lanes = detail::matrix_tile_lanes<Exec>;
   if (test::max_team_size() >= 4 * lanes) check_matrix_chains<T, 4>();  // the harness's teams
 }
+
+/// The harness's FP32/FP64 peak kernel: every work item's chains start at 1 + 1e-3 (c + i % 7),
+/// take `iters` steps of fma(x, 0.9999, 1e-4) in T, and the item writes their sum. Each chain
+/// is recomputed here with the same roundings; only the order of the final sum differs. After
+/// 20000 steps the chains have gone 86% of the way to 1, far beyond that sum's rounding.
+template <class T>
+void check_fma_chains() {
+  constexpr int chains = harness::fma_chains<Exec, T>(), items = 23, iters = 20000;
+  Kokkos::View<T*, BackendMemory> out("out", items);
+  fill_nan(Exec(), out);
+  const double flops = harness::run_fma_chains<Exec, T>(Exec(), out, iters);
+  CHECK(flops == 2.0 * chains * iters * items);
+  std::vector<double> chain_end(chains + 7);  // by c + i % 7
+  for (std::size_t s = 0; s < chain_end.size(); ++s) {
+    T x = T(1) + T(1e-3) * T(static_cast<int>(s));
+    for (int it = 0; it < iters; ++it) x = std::fma(x, T(0.9999), T(1e-4));
+    chain_end[s] = x;
+  }
+  const auto h = test::host(out);
+  for (int i = 0; i < items; ++i) {
+    double want = 0;
+    for (int c = 0; c < chains; ++c) want += chain_end[c + i % 7];
+    CAPTURE(i);
+    CHECK(std::abs(static_cast<double>(h[i]) - want) <= 4.0 * chains * std::numeric_limits<T>::epsilon() * want);
+  }
+}
+
+TEST_CASE_TEMPLATE("the harness's FP32 and FP64 peak kernel computes its FMA chains", T, float, double) { check_fma_chains<T>(); }
 
 TEST_CASE("gemm: mismatched extents are an error naming them") {
   auto a = random_mat<float, Kokkos::LayoutRight>(4, 5), b = random_mat<float, Kokkos::LayoutRight>(6, 7);
