@@ -54,9 +54,15 @@ inline void transpose_8x8_epi16(V (&r)[8], V (&out)[8], Lo16 lo16, Hi16 hi16, Lo
 }
 
 #if defined(__AVX2__) && defined(ROOFTOP_HAS_SSE2_TILES)
-/// The 16 x 16 transpose of two-byte values: each 128-bit lane of rows 0-7 and of rows 8-15
-/// transposed, the lanes then joined. columns[k] is column k of the 16 rows (src's rows
-/// src_stride elements apart, read whole).
+/// The 16 x 16 transpose of two-byte values. Each register is loaded as two half rows, row i's
+/// and row i + 8's eight values of one half of the columns (a 128-bit load and an insert from
+/// memory), so that the 8 x 8 transposes within the 128-bit lanes leave whole columns: no lane
+/// permutes. columns[k] is column k of the 16 rows (src's rows src_stride elements apart).
+/// Against whole rows loaded and the lanes joined after (vperm2i128, eight macro-ops on Zen 1):
+/// one thread, Zen 1 VM, a scratch program moving 128^2 and 256^2 tiles in L2, best of 400,
+/// ns per value 0.21-0.22 -> 0.16-0.17 and 0.18-0.20 -> 0.15. The harness's bf16 and fp16
+/// transposes there (`rooftop --ops transpose --rounds 1`, three alternations with the build
+/// before) moved with the memory's phases more than that: 8000^2 8.0-13.6 -> 8.5-14.3 GB/s.
 template <class T>
 inline void transpose_16x16_epi16(const T* src, std::int64_t src_stride, __m256i (&columns)[16]) {
   __m256i r[2][8], t[2][8];
@@ -66,13 +72,11 @@ inline void transpose_16x16_epi16(const T* src, std::int64_t src_stride, __m256i
   auto hi32 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi32(a, b); };
   auto lo64 = [](__m256i a, __m256i b) { return _mm256_unpacklo_epi64(a, b); };
   auto hi64 = [](__m256i a, __m256i b) { return _mm256_unpackhi_epi64(a, b); };
-  for (int h = 0; h < 2; ++h) {
-    for (int i = 0; i < 8; ++i) r[h][i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (8 * h + i) * src_stride));
+  auto half_row = [&](const std::int64_t i, const int h) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * src_stride + 8 * h)); };
+  for (int h = 0; h < 2; ++h) {  // h: columns 8h..8h+7
+    for (int i = 0; i < 8; ++i) r[h][i] = _mm256_inserti128_si256(_mm256_castsi128_si256(half_row(i, h)), half_row(i + 8, h), 1);
     transpose_8x8_epi16(r[h], t[h], lo16, hi16, lo32, hi32, lo64, hi64);
-  }
-  for (int k = 0; k < 8; ++k) {  // t[h][k]: column k of rows 8h..8h+7 in lane 0, column k + 8 in lane 1
-    columns[k] = _mm256_permute2x128_si256(t[0][k], t[1][k], 0x20);
-    columns[k + 8] = _mm256_permute2x128_si256(t[0][k], t[1][k], 0x31);
+    for (int k = 0; k < 8; ++k) columns[8 * h + k] = t[h][k];
   }
 }
 #endif
