@@ -9,9 +9,10 @@
 /// passes over it come from cache for rows up to the size of L2. On AVX-512 and AVX2 hosts,
 /// contiguous rows are vector code throughout, each value (weight and bias too) widened as it
 /// is loaded (cpu::row_sum and the other sums of backends/cpu/row_sums.hpp, then
-/// detail::norm_row_out, streamed for large outputs; large 2-byte outputs of whole-line rows go
-/// a run of rows at a time, the next row's statistics folded beside each row's output,
-/// detail::norm_row_runs). Elsewhere the portable loops: fp16 rows
+/// detail::norm_rows_out, streamed for large outputs; large 2-byte outputs of whole-line rows go
+/// a run of rows at a time, the next row's statistics folded beside each row's output, and on
+/// AVX2 hosts a 2-byte weight and bias widened into fp32 once per run, detail::norm_row_runs).
+/// Elsewhere the portable loops: fp16 rows
 /// widened once into the work item's scratch (RowTeam::input) so no pass converts per element,
 /// fp16 weight and bias widened into an fp32 copy once per call, large outputs streamed through
 /// RowTeam::write. On GPUs rows are held in registers (core/register_rows.hpp): rows of up to
@@ -179,23 +180,77 @@ struct NormScale {
 /// stores; `streamed`, the same with streaming stores (RowTeam::vector_stream_row).
 enum class NormStores { plain, lines, streamed };
 
+/// Whether the vector code of bf16 rows into bf16 loads sixteen values at a time as the even
+/// and the odd ones (cpu::load_pairs; AVX2 hosts).
+template <class XT, class T>
+inline constexpr bool norm_pairs =
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+    std::is_same_v<T, bf16> && std::is_same_v<XT, bf16>;
+#else
+    false;
+#endif
+
+/// Whether norm_row_runs widens a weight or bias of P (a View) into an fp32 copy once per run of
+/// rows (in the work item's scratch; widen_norm_param), from which norm_rows_out<G, true> loads
+/// it: on AVX2 hosts, where it is 2-byte. Each load of a 2-byte parameter had cost its conversion
+/// in every row (bf16: a shift and an and per sixteen values; fp16: a vcvtph2ps per eight), on
+/// cores whose vector units such instructions bound. Zen 1 VM (128-bit units), one thread, a
+/// scratch program calling rooftop::layernorm and rmsnorm (256 rows of 4096, 1024 of 768; best
+/// of 40; the two builds alternated three times), ns per value: layernorm with weight and bias
+/// bf16 0.77-0.79 -> 0.67, 768: 0.80 -> 0.68; fp16 0.77-0.81 -> 0.60-0.61, 768: 0.85 -> 0.63;
+/// rmsnorm with weight bf16 0.51-0.53 -> 0.47-0.49, fp16 0.52-0.53 -> 0.42-0.43; without
+/// parameters within 0.02. AVX-512 hosts (not measured) load them as before.
+template <class P>
+inline constexpr bool widens_norm_param =
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+    sizeof(typename P::value_type) == 2;
+#else
+    false;
+#endif
+
+/// p[0, cols) as floats into out, in the order norm_rows_out<G, true> loads them for rows of XT
+/// into T: where norm_pairs, each sixteen values' even ones, then their odd ones (cols a
+/// multiple of 16, as whole-line 2-byte rows are), else in order.
+template <class XT, class T, class P>
+[[gnu::always_inline]] inline void widen_norm_param(const P* p, float* out, std::int64_t cols) {
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+  if constexpr (norm_pairs<XT, T>) {
+    for (std::int64_t c = 0; c < cols; c += 2 * cpu::float_lanes) {
+      if constexpr (std::is_same_v<std::remove_const_t<P>, bf16>) {
+        const cpu::Bf16Pairs v = cpu::load_pairs(p + c);
+        cpu::store_floats(out + c, v.even);
+        cpu::store_floats(out + c + cpu::float_lanes, v.odd);
+      } else {
+        for (std::int64_t k = 0; k < cpu::float_lanes; ++k)
+          out[c + k] = float(p[c + 2 * k]), out[c + cpu::float_lanes + k] = float(p[c + 2 * k + 1]);
+      }
+    }
+    return;
+  }
+#endif
+  cpu::widen(p, out, cols);
+}
+
 /// A norm's output rows on an AVX-512 or AVX2 host from the rows' contiguous values at in[g]:
 /// out[g][c] = (in[g][c] - s[g].shift) * s[g].scale * w(c) + b(c) (w, b: weight and bias,
 /// each left out where empty), stored as `stores` says. G = 2 rows (lines only) share each line
 /// of weight and bias: see norm_row_runs. Through RowTeam::write's L1 buffer, streamed rows ran
-/// 15-20% slower (see cpu::stream_vectors).
-template <int G, class XT, class T, class W, class B, class Beside = cpu::NothingBeside>
+/// 15-20% slower (see cpu::stream_vectors). `wide`: the vector code loads a weight and a bias
+/// that widens_norm_param from wide_w and wide_b instead (widen_norm_param's copies).
+template <int G, bool wide = false, class XT, class T, class W, class B, class Beside = cpu::NothingBeside>
 [[gnu::always_inline]] inline void norm_rows_out(const XT* const* in, T* const* out, NormStores stores, std::int64_t cols,
                                                  const NormScale* s, const W& weight, const B& bias,
-                                                 const cpu::Prefetch& ahead, const Beside& beside = {}) {
+                                                 const cpu::Prefetch& ahead, const Beside& beside = {},
+                                                 const float* wide_w = nullptr, const float* wide_b = nullptr) {
   const auto* const w = weight.extent(0) != 0 ? weight.data() : nullptr;
   const auto* const b = bias.extent(0) != 0 ? bias.data() : nullptr;
+  constexpr bool w_wide = wide && widens_norm_param<W>, b_wide = wide && widens_norm_param<B>;
   const bool streamed = stores == NormStores::streamed;
   cpu::RowFloats<G> minus, times;
   for (int g = 0; g < G; ++g) minus[g] = cpu::splat(s[g].shift), times[g] = cpu::splat(s[g].scale);
   // With both weight and bias, one fma: the compiler would contract the multiply and the add
   // in some loops and not in others, and rows written alone and in pairs must agree bit for bit.
-  auto one = [&](const std::int64_t c) {
+  auto one = [&](const std::int64_t c) __attribute__((always_inline)) {
     const float v = (float(in[0][c]) - s[0].shift) * s[0].scale;
     if (w && b) return compat::fma(v, float(w[c]), float(b[c]));
     if (w) return v * float(w[c]);
@@ -204,26 +259,30 @@ template <int G, class XT, class T, class W, class B, class Beside = cpu::Nothin
   // Rows stored plainly prefetch `ahead` as they go where they are 4 KB or more, as
   // RowTeam::write's narrowed rows do: a line per register that starts one.
   const cpu::Prefetch next = ahead.element_bytes * cols >= 4096 ? ahead : cpu::Prefetch{};
-  auto prefetch = [&](const std::int64_t c) {
+  auto prefetch = [&](const std::int64_t c) __attribute__((always_inline)) {
     const std::int64_t at = c * next.element_bytes;
     if (at % 64 < cpu::float_lanes * next.element_bytes) next.line(at);
   };
 #if defined(ROOFTOP_HAS_AVX2_LANES)
-  constexpr bool w_pairs = std::is_same_v<std::remove_const_t<typename W::value_type>, bf16>;
-  constexpr bool b_pairs = std::is_same_v<std::remove_const_t<typename B::value_type>, bf16>;
-  if constexpr (std::is_same_v<T, bf16> && std::is_same_v<XT, bf16>) {
+  constexpr bool w_pairs = w_wide || std::is_same_v<std::remove_const_t<typename W::value_type>, bf16>;
+  constexpr bool b_pairs = b_wide || std::is_same_v<std::remove_const_t<typename B::value_type>, bf16>;
+  if constexpr (norm_pairs<XT, T>) {
     // bf16 rows (and weight and bias, where given) on AVX2: sixteen at a time in pairs of
     // registers (cpu::load_pairs), the statistics too (cpu::detail::fold_row). Zen 3 VM, one
     // process alternating with the in-order lanes, best GB/s, 2 threads: layernorm 10922x4096
     // 10.2-11.1 -> 17.3-20.4 (two runs), 58254x768 9.1 -> 16.8, 1365x32768 12.1 -> 23.3;
     // rmsnorm 13.2-13.7 -> 21.9-22.2, 11.2 -> 19.8, 15.7 -> 27.2.
     if ((w_pairs || !w) && (b_pairs || !b)) {
-      auto bits = [&](const std::int64_t c) {
+      auto bits = [&](const std::int64_t c) __attribute__((always_inline)) {
         cpu::Bf16Pairs pw{}, pb{};
-        if constexpr (w_pairs) {
+        if constexpr (w_wide) {
+          if (w) pw = {cpu::load_floats(wide_w + c), cpu::load_floats(wide_w + c + cpu::float_lanes)};
+        } else if constexpr (w_pairs) {
           if (w) pw = cpu::load_pairs(w + c);
         }
-        if constexpr (b_pairs) {
+        if constexpr (b_wide) {
+          if (b) pb = {cpu::load_floats(wide_b + c), cpu::load_floats(wide_b + c + cpu::float_lanes)};
+        } else if constexpr (b_pairs) {
           if (b) pb = cpu::load_pairs(b + c);
         }
         cpu::RowBits<G> r;
@@ -246,10 +305,18 @@ template <int G, class XT, class T, class W, class B, class Beside = cpu::Nothin
     }
   }
 #endif
-  auto vector = [&](const std::int64_t c) {
+  auto vector = [&](const std::int64_t c) __attribute__((always_inline)) {
     cpu::Floats vw{}, vb{};
-    if (w) vw = cpu::load_floats(w + c);
-    if (b) vb = cpu::load_floats(b + c);
+    if constexpr (w_wide) {
+      if (w) vw = cpu::load_floats(wide_w + c);
+    } else {
+      if (w) vw = cpu::load_floats(w + c);
+    }
+    if constexpr (b_wide) {
+      if (b) vb = cpu::load_floats(wide_b + c);
+    } else {
+      if (b) vb = cpu::load_floats(b + c);
+    }
     cpu::RowFloats<G> v;
     for (int g = 0; g < G; ++g) {
       v[g] = (cpu::load_floats(in[g] + c) - minus[g]) * times[g];
@@ -356,28 +423,33 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
   const auto rows = static_cast<std::int64_t>(x.extent(0)), cols = static_cast<std::int64_t>(x.extent(1));
   const bool pairs = sizeof(XT) == 4 && (weight.extent(0) != 0 || bias.extent(0) != 0);
   const NormStores stores = plan.stream ? NormStores::streamed : NormStores::lines;
+  constexpr bool wide_w = widens_norm_param<W>, wide_b = widens_norm_param<B>, wide = wide_w || wide_b;
+  RowPlan run_plan = plan;
+  run_plan.scratch_floats = cols * ((wide_w && weight.extent(0) != 0) + (wide_b && bias.extent(0) != 0));
   // Rows [row, row + n) written side by side from their scales s, while the statistics of the
-  // next next_n rows are folded beside (their scales then replace s).
-  auto step = [=](auto n_rows, auto next_rows, const std::int64_t row, NormScale* const s) {
+  // next next_n rows are folded beside (their scales then replace s); ww, wb: the widened
+  // weight and bias where wide.
+  auto step = [=](auto n_rows, auto next_rows, const std::int64_t row, NormScale* const s, const float* const ww,
+                  const float* const wb) {
     constexpr int n = decltype(n_rows)::value, next_n = decltype(next_rows)::value;
     const XT* in[n];
     T* out[n];
     for (int g = 0; g < n; ++g) in[g] = &x(row + g, 0), out[g] = &y(row + g, 0);
     if constexpr (next_n == 0) {
-      norm_rows_out<n>(in, out, stores, cols, s, weight, bias, RowTeam<Exec>::next_row_of(x, row + n - 1));
+      norm_rows_out<n, wide>(in, out, stores, cols, s, weight, bias, RowTeam<Exec>::next_row_of(x, row + n - 1), {}, ww, wb);
     } else {
       const XT* const next = &x(row + n, 0);
       const XT* const second = &x(row + n + next_n - 1, 0);
       const cpu::Prefetch second_ahead = ahead_in_row(second);
       auto fold = stats.start(next, cols), second_fold = stats.start(second, cols);
-      norm_rows_out<n>(in, out, stores, cols, s, weight, bias, ahead_in_row(next),
-                       [&](const std::int64_t c, const std::int64_t count) __attribute__((always_inline)) {
+      norm_rows_out<n, wide>(in, out, stores, cols, s, weight, bias, ahead_in_row(next),
+                             [&](const std::int64_t c, const std::int64_t count) __attribute__((always_inline)) {
         cpu::fold_line(next, c, fold);
         if constexpr (next_n == 2) {
           second_ahead.lines(c * second_ahead.element_bytes, (c + count) * second_ahead.element_bytes);
           cpu::fold_line(second, c, second_fold);
         }
-      });
+      }, ww, wb);
       s[0] = stats.finish(fold, next, cols);
       if constexpr (next_n == 2) s[1] = stats.finish(second_fold, second, cols);
     }
@@ -387,26 +459,34 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
   using None = std::integral_constant<int, 0>;
   for_each_row_run<Exec>(
       label, exec, rows,
-      [=](const std::int64_t first, const std::int64_t last, float*) {
+      [=](const std::int64_t first, const std::int64_t last, float* const scratch) {
+        const float *ww = nullptr, *wb = nullptr;
+        float* free = scratch;
+        if constexpr (wide_w) {
+          if (weight.extent(0) != 0) widen_norm_param<XT, T>(weight.data(), free, cols), ww = free, free += cols;
+        }
+        if constexpr (wide_b) {
+          if (bias.extent(0) != 0) widen_norm_param<XT, T>(bias.data(), free, cols), wb = free;
+        }
         NormScale s[2];
         s[0] = stats.whole(&x(first, 0), cols);
         std::int64_t row = first;
         if (!pairs || first + 1 == last) {
-          for (; row + 1 < last; ++row) step(One{}, One{}, row, s);
-          step(One{}, None{}, row, s);
+          for (; row + 1 < last; ++row) step(One{}, One{}, row, s, ww, wb);
+          step(One{}, None{}, row, s, ww, wb);
           return;
         }
         if constexpr (sizeof(XT) == 4) {  // pairs of rows (an odd run's first row alone)
-          if ((last - first) % 2) step(One{}, Two{}, row++, s);
+          if ((last - first) % 2) step(One{}, Two{}, row++, s, ww, wb);
           else s[1] = stats.whole(&x(first + 1, 0), cols);
-          for (; row + 2 < last; row += 2) step(Two{}, Two{}, row, s);
-          step(Two{}, None{}, row, s);
+          for (; row + 2 < last; row += 2) step(Two{}, Two{}, row, s, ww, wb);
+          step(Two{}, None{}, row, s, ww, wb);
         }
       },
-      plan);
+      run_plan);
 }
 
-/// A norm's row r in the host's vector code, from its shift and scale: norm_row_out into y's
+/// A norm's row r in the host's vector code, from its shift and scale: norm_rows_out into y's
 /// row, streamed where the plan says (RowTeam::vector_stream_row).
 template <class Row, class X, class Y, class W, class B>
 [[gnu::always_inline]] inline void norm_vector_row(const Row& r, const X& x, const Y& y, NormScale s, const W& weight,

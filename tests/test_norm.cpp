@@ -103,10 +103,11 @@ TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight
 }
 
 namespace {
-/// layernorm and rmsnorm from X's storage into Y's, against float64: rows of whole lines, enough
-/// of them that each thread's run holds several (the host's row runs fold the next row beside
-/// each output line, which must count a line of output as the same values of input).
-template <class X, class Y>
+/// layernorm and rmsnorm from X's storage into Y's, with weight and bias of P, against float64:
+/// rows of whole lines, enough of them that each thread's run holds several (the host's row runs
+/// fold the next row beside each output line, which must count a line of output as the same
+/// values of input, and widen 2-byte parameters once per run in the order their rows load them).
+template <class X, class Y, class P = float>
 void check_across_types() {
   for (const std::size_t threshold : test::store_thresholds)
   for (const std::int64_t cols : {64, 768, 4096}) {
@@ -115,7 +116,7 @@ void check_across_types() {
     test::StreamingThreshold stores(threshold);
     const std::int64_t rows = 64;
     auto x = test::random_matrix<X>(rows, cols, 2, 4);
-    auto w = test::random_vector<float>(cols, 0.5, 1.5), b = test::random_vector<float>(cols, -1, 1);
+    auto w = test::random_vector<P>(cols, 0.5, 1.5), b = test::random_vector<P>(cols, -1, 1);
     const auto hx = host(x);
     auto y = test::poisoned_matrix<Y>(rows, cols);
     rooftop::layernorm(Exec(), x, y, 1e-5, w, b);
@@ -133,6 +134,10 @@ TEST_CASE("layernorm and rmsnorm from one storage type into another match float6
   SUBCASE("bf16 -> fp32") { check_across_types<bf16, float>(); }
   SUBCASE("fp16 -> fp32") { check_across_types<fp16, float>(); }
   SUBCASE("bf16 -> fp16") { check_across_types<bf16, fp16>(); }
+  SUBCASE("bf16 -> bf16, fp16 weight and bias") { check_across_types<bf16, bf16, fp16>(); }
+  SUBCASE("fp16 -> fp16, bf16 weight and bias") { check_across_types<fp16, fp16, bf16>(); }
+  SUBCASE("bf16 -> fp16, bf16 weight and bias") { check_across_types<bf16, fp16, bf16>(); }
+  SUBCASE("bf16 -> bf16, fp32 weight and bias") { check_across_types<bf16, bf16, float>(); }
 }
 
 TEST_CASE_TEMPLATE("layernorm: rows with outliers at the start, in the middle and at the end", T, ROOFTOP_ML_DTYPES) {
