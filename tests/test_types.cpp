@@ -42,6 +42,17 @@ std::uint16_t nearest_half(double d) {
   return static_cast<std::uint16_t>(sign | best);
 }
 
+// A finite float of any sign and normal exponent for the narrowing tests; half of them with the
+// low 16 bits (what bf16 drops) at a rounding boundary: zero, one, just below, at and just above
+// the tie, the largest, where a wrong carry or tie rule shows.
+template <class Rng>
+float narrowing_input(Rng& rng) {
+  std::uint32_t u = (static_cast<std::uint32_t>(rng()) & 0x807fffffu) | ((static_cast<std::uint32_t>(rng() % 254) + 1) << 23);
+  constexpr std::uint32_t boundaries[] = {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xfffeu, 0xffffu};
+  if (rng() % 2) u = (u & 0xffff0000u) | boundaries[rng() % std::size(boundaries)];
+  return from_bits32(u);
+}
+
 }  // namespace
 
 TEST_CASE("fp16: every half converts to float exactly and back to itself") {
@@ -187,8 +198,9 @@ TEST_CASE_TEMPLATE("one-value conversions on the host match the plain ones", T, 
 
 TEST_CASE_TEMPLATE("block conversions on the host match element by element", T, rooftop::bf16, rooftop::fp16) {
   // cpu::widen and cpu::narrow (AVX-512, AVX2 / F16C where compiled for them, else the element loop):
-  // every 2-byte pattern widened, and random floats over every magnitude plus the special
-  // values narrowed, at lengths that leave each vector loop a tail.
+  // every 2-byte pattern widened, and random floats over every magnitude (half at bf16's
+  // rounding boundaries) plus the special values narrowed, at lengths that leave each vector
+  // loop a tail.
   std::vector<T> all(65536);
   for (std::uint32_t h = 0; h < 65536; ++h) all[h] = T::from_bits(static_cast<std::uint16_t>(h));
   std::vector<float> wide(65536 + 1, -1.0f);
@@ -208,7 +220,7 @@ TEST_CASE_TEMPLATE("block conversions on the host match element by element", T, 
                             from_bits32(0x00018000u), from_bits32(0x807fffffu)};
   for (const std::int64_t n : {1, 7, 15, 16, 17, 31, 1000, 4099}) {
     std::vector<float> in(static_cast<std::size_t>(n));
-    for (auto& f : in) f = from_bits32((static_cast<std::uint32_t>(rng()) & 0x807fffffu) | ((1u + static_cast<std::uint32_t>(rng() % 254)) << 23));
+    for (auto& f : in) f = narrowing_input(rng);
     for (std::size_t i = 0; i < std::size(specials) && i < in.size(); ++i) in[(i * 7919) % in.size()] = specials[i];
     std::vector<T> out(static_cast<std::size_t>(n) + 1, T::from_bits(0x1234));
     cpu::narrow(in.data(), out.data(), n);
@@ -226,8 +238,9 @@ TEST_CASE_TEMPLATE("block conversions on the host match element by element", T, 
 #if defined(ROOFTOP_HAS_AVX2_LANES)
 TEST_CASE("bf16 pairs of registers narrow as bf16(float) does, NaN in either register or none") {
   // cpu::merge_pairs: one compare finds a NaN in either register, and the blends that quiet it
-  // run only then; random floats of every magnitude, ties, and the special values, each in
-  // the even or the odd register, alone or with a NaN beside it.
+  // run only then (the others round in 16-bit lanes); random floats of every magnitude, half at
+  // rounding boundaries, and the special values, each in the even or the odd register, alone or
+  // with a NaN beside it.
   std::mt19937_64 rng(test::next_seed());
   const float specials[] = {0.0f, -0.0f, from_bits32(0x3f808000u), from_bits32(0x3f818000u), from_bits32(0x7f7fffffu),
                             std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
@@ -235,7 +248,7 @@ TEST_CASE("bf16 pairs of registers narrow as bf16(float) does, NaN in either reg
                             from_bits32(0xffffffffu), from_bits32(0x7fbfffffu), from_bits32(0x7fff8000u)};
   for (int trial = 0; trial < 4096; ++trial) {
     float values[16];
-    for (auto& f : values) f = from_bits32((static_cast<std::uint32_t>(rng()) & 0x807fffffu) | ((static_cast<std::uint32_t>(rng() % 254) + 1) << 23));
+    for (auto& f : values) f = narrowing_input(rng);
     if (trial % 2) values[rng() % 16] = specials[rng() % std::size(specials)];
     if (trial % 3 == 0) values[rng() % 16] = specials[rng() % std::size(specials)];
     float even[8], odd[8];

@@ -81,39 +81,50 @@ inline constexpr bool widens_in_blocks =
 
 #if defined(ROOFTOP_HAS_AVX2_BF16)
 namespace detail {
-/// bf16::from_float's rounding (add 0x7fff plus the lowest kept bit) of eight floats: the bf16
-/// of each in the high half of its 32-bit lane. `maybe_nan`: NaN quieted (a compare and a
-/// blend); without it a NaN lane's bits are meaningless (see any_nan).
-template <bool maybe_nan = true>
+/// bf16::from_float of eight floats (add 0x7fff plus the lowest kept bit; NaN quieted): the
+/// bf16 of each in the high half of its 32-bit lane. The path of registers holding a NaN
+/// (any_nan); the others round in 16-bit lanes (round_words).
 [[gnu::always_inline]] inline __m256i bf16_high(__m256 f) {
   const __m256i u = _mm256_castps_si256(f);
   const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
   const __m256i rounded = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lowest_kept);
-  if constexpr (!maybe_nan) return rounded;
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
   return _mm256_blendv_epi8(rounded, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
 }
 /// Whether a lane of a or of b is NaN: one compare for two registers, so that code narrowing
-/// them can leave NaN's blend to a branch rarely taken (two operations per pair of registers
-/// where the blends take six). The compare's sign bits read with vmovmskps, not vtestps (Zen 1
-/// VM, one thread, a scratch loop narrowing a bf16 LayerNorm output in L1: 0.52-0.54 -> 0.49-0.51
-/// ns per value; one micro-op on Intel cores where vtestps takes two). With merge_pairs's blend,
-/// bf16 ops on that VM in L2: see docs/kernels.md (gelu 3%, rmsnorm 9%).
+/// them can leave NaN's quieting to a branch rarely taken. The compare's sign bits read with
+/// vmovmskps, not vtestps (Zen 1 VM, one thread, a scratch loop narrowing a bf16 LayerNorm
+/// output in L1: 0.52-0.54 -> 0.49-0.51 ns per value; one micro-op on Intel cores where vtestps
+/// takes two).
 [[gnu::always_inline]] inline bool any_nan(__m256 a, __m256 b) {
   return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_UNORD_Q)) != 0;
 }
-/// join(bf16_high(a), bf16_high(b)): the NaN quieting only where any_nan finds one.
-template <class Join>
-[[gnu::always_inline]] inline __m256i bf16_two(__m256 a, __m256 b, const Join& join) {
-  if (__builtin_expect(any_nan(a, b), 0)) return join(bf16_high(a), bf16_high(b));
-  return join(bf16_high<false>(a), bf16_high<false>(b));
+/// bf16::from_float's rounding of sixteen floats without NaN, finished in 16-bit lanes:
+/// `truncated` holds the high halves of their bits (each bf16 cut short), `dropped` the low
+/// halves in the same lanes. Adding 0x7fff plus the lowest kept bit carries into the high half
+/// exactly where dropped + lowest > 0x8000: a signed saturating add to dropped ^ 0x8000 and a
+/// compare with zero give the carry as -1, subtracted (an overflow to the exponent's top is
+/// Inf, as from_float's). Five instructions and no shift; rounding each half in 32-bit lanes
+/// took four, a shift among them (vpsrld: one pipe on Zen 1), before the two were joined.
+/// bf16_bits and merge_pairs on that VM (one thread, 4096 floats in L1, checked equal to the
+/// 32-bit sequence over all 2^32 inputs): 0.276 -> 0.230 and 0.227 -> 0.183 ns per value.
+[[gnu::always_inline]] inline __m256i round_words(__m256i truncated, __m256i dropped) {
+  const __m256i lowest_kept = _mm256_and_si256(truncated, _mm256_set1_epi16(1));
+  const __m256i over = _mm256_adds_epi16(_mm256_xor_si256(dropped, _mm256_set1_epi16(static_cast<short>(0x8000))), lowest_kept);
+  return _mm256_sub_epi16(truncated, _mm256_cmpgt_epi16(over, _mm256_setzero_si256()));
 }
-/// bf16(f) for sixteen floats (lo the first eight), packed into sixteen 16-bit lanes in order:
-/// packus interleaves the two halves by 128-bit lane; the permute puts them in order.
+/// bf16(f) for sixteen floats (lo the first eight), packed into sixteen 16-bit lanes in order.
+/// One byte shuffle per register parts each 128-bit lane into its values' high halves and low
+/// halves; the unpacks pair them for round_words, and one lane permute puts them in order.
+/// (Registers with a NaN: rounded in 32-bit lanes, the high halves packed.)
 inline __m256i bf16_bits(__m256 lo, __m256 hi) {
-  return bf16_two(lo, hi, [](__m256i l, __m256i h) __attribute__((always_inline)) {
-    return _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(l, 16), _mm256_srli_epi32(h, 16)), 0xd8);
-  });
+  if (__builtin_expect(any_nan(lo, hi), 0))
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(bf16_high(lo), 16), _mm256_srli_epi32(bf16_high(hi), 16)), 0xd8);
+  const __m256i halves = _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13,  //
+                                          2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13);
+  const __m256i l = _mm256_shuffle_epi8(_mm256_castps_si256(lo), halves);
+  const __m256i h = _mm256_shuffle_epi8(_mm256_castps_si256(hi), halves);
+  return _mm256_permute4x64_epi64(round_words(_mm256_unpacklo_epi64(l, h), _mm256_unpackhi_epi64(l, h)), 0xd8);
 }
 }  // namespace detail
 #endif
@@ -259,14 +270,15 @@ struct Bf16Pairs {
   return {_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))))};
 }
 /// The bits of sixteen bf16 in order from the pairs' values (even, odd as load_pairs gives
-/// them), each rounded as narrow<bf16> does: no pack or lane permute. The even values' bits
-/// shifted down and the odd ones' kept in place are joined by one word blend (vpblendw), where
-/// a mask and an or took two instructions: Zen 1 VM, one thread, a scratch loop narrowing a
-/// bf16 LayerNorm output in L1, 0.52 -> 0.49 ns per value.
+/// them), each rounded as narrow<bf16> does: no pack or lane permute. Word blends (vpblendw)
+/// join the even values' high halves shifted down with the odd ones' in place, and the odd
+/// values' low halves shifted up with the even ones' in place, for detail::round_words.
 [[gnu::always_inline]] inline __m256i merge_pairs(__m256 even, __m256 odd) {
-  return detail::bf16_two(even, odd, [](__m256i e, __m256i o) __attribute__((always_inline)) {
-    return _mm256_blend_epi16(_mm256_srli_epi32(e, 16), o, 0xaa);
-  });
+  if (__builtin_expect(detail::any_nan(even, odd), 0))
+    return _mm256_blend_epi16(_mm256_srli_epi32(detail::bf16_high(even), 16), detail::bf16_high(odd), 0xaa);
+  const __m256i e = _mm256_castps_si256(even), o = _mm256_castps_si256(odd);
+  return detail::round_words(_mm256_blend_epi16(_mm256_srli_epi32(e, 16), o, 0xaa),
+                             _mm256_blend_epi16(e, _mm256_slli_epi32(o, 16), 0xaa));
 }
 
 /// Sixteen floats (lo the first eight) as T, packed into sixteen 16-bit lanes: the bits of
