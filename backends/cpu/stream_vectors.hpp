@@ -24,13 +24,14 @@ namespace rooftop::cpu {
 /// core/parallel.hpp's stream_lines, for the elementwise ops whose inputs are out's type.
 #define ROOFTOP_HAS_LINE_CONVERT 1
 ROOFTOP_AVX512_WARNINGS_OFF
-/// Streams the 64-byte line out (aligned) of a 2-byte T: the 32 floats at values (aligned)
-/// narrowed as cpu::narrow does (narrow32 with AVX-512, two narrow16 with AVX2).
+/// Streams the 64-byte line out (aligned) of a 2-byte T: the 32 floats at values (aligned,
+/// just stored: load_stored_floats) narrowed as cpu::narrow does (narrow32 with AVX-512, two
+/// narrow16 with AVX2).
 template <class T>
 [[gnu::always_inline]] inline void stream_narrowed_line(T* out, const float* values) {
   static_assert(sizeof(T) == 2, "stream_narrowed_line: bf16 or fp16");
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
-  _mm512_stream_si512(reinterpret_cast<__m512i*>(out), narrow32<T>(_mm512_load_ps(values), _mm512_load_ps(values + 16)));
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(out), narrow32<T>(load_stored_floats(values), load_stored_floats(values + 16)));
 #else
   store_bits<true>(out, narrow16<T>(_mm256_load_ps(values), _mm256_load_ps(values + 8)));
   store_bits<true>(out + 16, narrow16<T>(_mm256_load_ps(values + 16), _mm256_load_ps(values + 24)));

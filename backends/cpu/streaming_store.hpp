@@ -231,11 +231,27 @@ template <bool streamed, int N>
 }
 #endif
 
-/// Streams the 64 bytes at src (64-byte aligned) to the 64-byte aligned line dst: one 512-bit
-/// streaming store on AVX-512 hosts, else as stream_whole_lines stores a line.
+#if defined(ROOFTOP_HAS_STREAMING_STORES) && defined(__AVX512F__)
+/// The 64 bytes at p (64-byte aligned) that a loop the compiler vectorized has just stored, as
+/// two 256-bit loads joined: store forwarding serves each half from one store whether the loop
+/// stored 256-bit or 512-bit registers, where one 512-bit load over two 256-bit stores misses
+/// it and waits for them to reach L1. GCC's tuning for Intel's AVX-512 cores (-march=native on
+/// Sapphire and Granite Rapids) vectorizes loops 256 bits wide: on the Granite Rapids VM
+/// (scratch program, one thread, 2^18 values in L2, streamed) scale took 0.337 ns/value fp32
+/// and 0.374 bf16 with one 512-bit load, 0.188 and 0.096 when GCC was told to prefer 512 bits.
+[[gnu::always_inline]] inline __m512i load_stored_line(const void* p) {
+  const auto* half = static_cast<const __m256i*>(p);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256(half)), _mm256_load_si256(half + 1), 1);
+}
+[[gnu::always_inline]] inline __m512 load_stored_floats(const float* p) { return _mm512_castsi512_ps(load_stored_line(p)); }
+#endif
+
+/// Streams the 64 bytes at src (64-byte aligned), just stored by the caller, to the 64-byte
+/// aligned line dst: one 512-bit streaming store on AVX-512 hosts (load_stored_line), else as
+/// stream_whole_lines stores a line.
 [[gnu::always_inline]] inline void stream_line(void* dst, const void* src) {
 #if defined(ROOFTOP_HAS_STREAMING_STORES) && defined(__AVX512F__)
-  _mm512_stream_si512(static_cast<__m512i*>(dst), _mm512_load_si512(src));
+  _mm512_stream_si512(static_cast<__m512i*>(dst), load_stored_line(src));
 #else
   stream_whole_lines(dst, src, 64);
 #endif
