@@ -13,6 +13,7 @@
 #include "../core/timer.hpp"
 #include "../kernels/gemm.hpp"
 #include "../kernels/stream.hpp"
+#include "huge_pages.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -73,6 +74,7 @@ struct Ceilings {
   double peak_gflops_fp16_matrix = 0;
   double launch_overhead_us = 0;
   double llc_bytes = 0;  // last-level cache size the sweep and the cache roof are based on
+  double main_memory_bytes = 0;  // the sweep's main-memory working set (main_memory_working_set)
 
   double dram() const { return bandwidth_gbs.at("dram"); }
   /// Bandwidth roof for a working set: the cache's if it may be (partly) cache-resident, else
@@ -82,8 +84,12 @@ struct Ceilings {
     return (llc != bandwidth_gbs.end() && is_cache_resident(working_set_bytes)) ? llc->second : dram();
   }
   /// Conservative: below 4x the reported last-level cache a working set may still be partly
-  /// cached (VMs often report less cache than the host has), so it is held to the cache roof.
-  bool is_cache_resident(double working_set_bytes) const { return working_set_bytes < 4 * llc_bytes; }
+  /// cached (VMs often report less cache than the host has), so it is held to the cache roof;
+  /// but from half the main-memory working set on (main_memory_working_set, where the host's
+  /// memory bounds it below 8x the cache) it is main memory's.
+  bool is_cache_resident(double working_set_bytes) const {
+    return working_set_bytes < std::min(4 * llc_bytes, main_memory_bytes > 0 ? main_memory_bytes / 2 : 4 * llc_bytes);
+  }
   /// The compute roof of an op of dtype d: the matrix units' peak for ops whose FLOPs run on
   /// them (where it was measured), else FP64's or FP32's (the 2-byte types compute in fp32).
   double peak_for(DType d, bool matrix_units = false) const {
@@ -101,8 +107,19 @@ struct Ceilings {
 inline double last_level_cache_bytes() { return static_cast<double>(cpu::last_level_cache_bytes()); }
 
 /// Working set (bytes) the harness uses for main memory: 8x the reported last-level cache, at
-/// least 256 MB, so at most an eighth of it can be served from cache.
-inline double main_memory_working_set(double llc_bytes) { return std::max(8 * llc_bytes, 256e6); }
+/// least 256 MB, so at most an eighth of it can be served from cache; but no more than a
+/// sixteenth of the host's memory (host_memory_bytes, where it is known; never below 256 MB):
+/// an op's float64 verification holds up to eight doubles per element of 2-byte inputs and
+/// outputs, nine times its working set, beside it and the ceiling kernels' arrays. A VM on a
+/// slice of a large CPU can report far more cache than its cores see: the Granite Rapids VM's
+/// sysfs says 480 MiB of L3 for 2 cores and 23 GB of memory, so 8x would have been 4 GB (the
+/// bf16 ops' verification alone ~32 GB), where its read-only dot ran at the same 35 GB/s from
+/// 256 MB up to 4 GB (1.4 GB, the bound there, is ~3x the L3 it reports).
+inline double main_memory_working_set(double llc_bytes, double host_memory) {
+  const double ws = std::max(8 * llc_bytes, 256e6);
+  return host_memory > 0 ? std::max(std::min(ws, host_memory / 16), 256e6) : ws;
+}
+inline double main_memory_working_set(double llc_bytes) { return main_memory_working_set(llc_bytes, host_memory_bytes()); }
 /// Working set (bytes) the harness uses for the cache roof: a quarter of the last-level cache.
 inline double cache_working_set(double llc_bytes) { return llc_bytes / 4; }
 
@@ -134,7 +151,7 @@ constexpr int host_vector_bytes() {
 /// registers per thread keep occupancy high.
 template <class Exec, class T>
 constexpr int fma_chains() {
-  if constexpr (detail::ReductionShape<Exec, T>::gpu) return 8;
+  if constexpr (rooftop::detail::ReductionShape<Exec, T>::gpu) return 8;
   return 12 * static_cast<int>(host_vector_bytes() / sizeof(T));
 }
 
@@ -182,7 +199,7 @@ template <class Exec, class T>
 double run_fma_chains(const Exec& exec, const Kokkos::View<T*, typename Exec::memory_space>& out, int iters) {
   constexpr int chains = fma_chains<Exec, T>();
 #if defined(ROOFTOP_HAS_FMA_REGISTERS)
-  if constexpr (!detail::ReductionShape<Exec, T>::gpu) {
+  if constexpr (!rooftop::detail::ReductionShape<Exec, T>::gpu) {
     using R = FmaRegister<T>;
     using V = typename R::V;
     constexpr int lanes = static_cast<int>(sizeof(V) / sizeof(T)), registers = chains / lanes;
@@ -246,8 +263,8 @@ double measure_peak_gflops(const Exec& exec, bool quick) {
 /// thread then writes the sum of what its lane holds of them. Returns FLOPs.
 template <class Exec, class T, int warps = 4>
 double run_matrix_chains(const Exec& exec, const Kokkos::View<float*, typename Exec::memory_space>& out, int iters) {
-  using Units = detail::WarpMatrix<T>;
-  constexpr int chains = 4, lanes = detail::matrix_tile_lanes<Exec>;
+  using Units = rooftop::detail::WarpMatrix<T>;
+  constexpr int chains = 4, lanes = rooftop::detail::matrix_tile_lanes<Exec>;
   constexpr int tile = Units::m * Units::k + Units::k * Units::n, staged = warps * Units::m * Units::n;
   constexpr std::size_t bytes = tile * sizeof(T) + staged * sizeof(float), align = 128;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<warps * lanes, 1>>;
@@ -255,8 +272,8 @@ double run_matrix_chains(const Exec& exec, const Kokkos::View<float*, typename E
   const Policy policy = Policy(exec, teams, warps * lanes).set_scratch_size(0, Kokkos::PerTeam(bytes + align));
   Kokkos::parallel_for("rooftop::peak_matrix", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     void* const base = team.team_scratch(0).get_shmem_aligned(bytes, align);
-    T* const tiles = detail::in_shared(static_cast<T*>(base));
-    float* const stage = detail::in_shared(reinterpret_cast<float*>(tiles + tile));
+    T* const tiles = rooftop::detail::in_shared(static_cast<T*>(base));
+    float* const stage = rooftop::detail::in_shared(reinterpret_cast<float*>(tiles + tile));
     // Small values of both signs (exact in bf16 and fp16): the sums stay far from overflow.
     for (int e = team.team_rank(); e < tile; e += team.team_size()) tiles[e] = T(static_cast<float>(e % 7 - 3) * 0x1p-7f);
     team.team_barrier();
@@ -538,6 +555,7 @@ Ceilings measure_ceilings(const Exec& exec, const BandwidthSampler<Exec>& bandwi
                           const std::function<void(const std::string&)>& progress) {
   Ceilings c;
   c.llc_bytes = bandwidth.llc_bytes();
+  c.main_memory_bytes = main_memory_working_set(c.llc_bytes);
   bandwidth.measure(c, quick, progress);
   measure_compute_peaks(exec, c, quick, progress);
   progress("kernel launch overhead");

@@ -43,22 +43,23 @@ OpInstance stencil_instance(const Exec& exec, const Shape& s, std::uint64_t seed
   op.verify = [=]() -> std::string {
     const auto hi = to_host_flat(in), ho = to_host_flat(out);
     std::vector<double> want(hi.size()), scale(hi.size());
-    for (std::int64_t i = 0; i < nx; ++i)
-      for (std::int64_t j = 0; j < ny; ++j)
-        for (std::int64_t k = 0; k < nz; ++k) {
-          const std::int64_t p = (i * ny + j) * nz + k;
-          if (i == 0 || j == 0 || k == 0 || i == nx - 1 || j == ny - 1 || k == nz - 1) {
-            want[p] = hi[p];  // boundary: copied, exactly
-            scale[p] = 0;
-            continue;
-          }
-          const std::int64_t sx = ny * nz, sy = nz;
-          const double n[6] = {hi[p - sx], hi[p + sx], hi[p - sy], hi[p + sy], hi[p - 1], hi[p + 1]};
-          double sum = 0, magnitude = 0;
-          for (double v : n) sum += v, magnitude += std::abs(v);
-          want[p] = stencil_c0 * hi[p] + stencil_c1 * sum;
-          scale[p] = std::abs(stencil_c0 * hi[p]) + std::abs(stencil_c1) * magnitude;
+    reference::host_for(nx * ny, [&](const std::int64_t ij) {
+      const std::int64_t i = ij / ny, j = ij % ny;
+      for (std::int64_t k = 0; k < nz; ++k) {
+        const std::int64_t p = (i * ny + j) * nz + k;
+        if (i == 0 || j == 0 || k == 0 || i == nx - 1 || j == ny - 1 || k == nz - 1) {
+          want[p] = hi[p];  // boundary: copied, exactly
+          scale[p] = 0;
+          continue;
         }
+        const std::int64_t sx = ny * nz, sy = nz;
+        const double n[6] = {hi[p - sx], hi[p + sx], hi[p - sy], hi[p + sy], hi[p - 1], hi[p + 1]};
+        double sum = 0, magnitude = 0;
+        for (double v : n) sum += v, magnitude += std::abs(v);
+        want[p] = stencil_c0 * hi[p] + stencil_c1 * sum;
+        scale[p] = std::abs(stencil_c0 * hi[p]) + std::abs(stencil_c1) * magnitude;
+      }
+    });
     // Eight roundings of the compute type (one per FLOP) relative to the terms, one to storage.
     return reference::compare(ho, want, [&](std::size_t p) {
       return scale[p] == 0 ? 0.0
@@ -84,8 +85,9 @@ OpInstance transpose_instance(const Exec& exec, const Shape& s, std::uint64_t se
   op.verify = [=]() -> std::string {
     const auto hi = to_host_flat(in), ho = to_host_flat(out);
     std::vector<double> want(hi.size());
-    for (std::int64_t i = 0; i < rows; ++i)
+    reference::host_for(rows, [&](const std::int64_t i) {
       for (std::int64_t j = 0; j < cols; ++j) want[j * rows + i] = hi[i * cols + j];
+    });
     return reference::compare(ho, want, [](std::size_t) { return 0.0; });
   };
   return op;

@@ -66,7 +66,7 @@ OpInstance unary(const Exec& exec, std::int64_t n, std::uint64_t seed, Cost cost
   op.verify = [=]() -> std::string {
     const auto hx = detail::to_host(x), hy = detail::to_host(y);
     std::vector<double> want(hx.size());
-    for (std::size_t i = 0; i < hx.size(); ++i) want[i] = reference(hx[i], i);
+    reference::host_for(static_cast<std::int64_t>(hx.size()), [&](const std::int64_t i) { want[i] = reference(hx[i], i); });
     return reference::compare(hy, want, [&](std::size_t i) {
       return reference::tolerance<T>(want[i], std::abs(hx[i]) + std::abs(want[i]), fp32_ulps);
     });
@@ -97,12 +97,12 @@ OpInstance bias_chain(const Exec& exec, const Shape& shape, std::uint64_t seed, 
   op.verify = [=]() -> std::string {
     const auto hx = to_host_flat(x), hb = detail::to_host(bias), hy = to_host_flat(y);
     std::vector<double> want(hx.size()), scale(hx.size());
-    for (std::size_t i = 0; i < hx.size(); ++i) {
+    reference::host_for(static_cast<std::int64_t>(hx.size()), [&](const std::int64_t i) {
       const double v = hx[i] + hb[i % cols];
       const double factor = mask.keep(i) ? 1 / mask.keep_probability() : 0.0;
       want[i] = reference::gelu_tanh(v) * factor;
       scale[i] = (std::abs(v) + std::abs(reference::gelu_tanh(v))) * factor;
-    }
+    });
     return reference::compare(hy, want, [&](std::size_t i) {
       return reference::tolerance<T>(want[i], scale[i], 16) + 2 * intermediate_roundings * epsilon<T>() * scale[i];
     });
@@ -130,9 +130,10 @@ OpInstance rowwise(const Exec& exec, const Shape& shape, std::uint64_t seed, Cos
   op.verify = [=]() -> std::string {
     const auto hx = to_host_flat(x), hy = to_host_flat(y), hw = detail::to_host(w), hb = detail::to_host(b);
     std::vector<double> want(hx.size()), scale(hx.size());
-    for (std::int64_t r = 0; r < rows; ++r)
+    reference::host_for(rows, [&](const std::int64_t r) {
       reference_row(&hx[r * cols], cols, params > 0 ? hw.data() : nullptr, params > 1 ? hb.data() : nullptr, &want[r * cols],
                     &scale[r * cols]);
+    });
     const double roundings = reference::row_roundings(cols);
     return reference::compare(hy, want, [&](std::size_t i) { return reference::tolerance<T>(want[i], scale[i], roundings); });
   };
@@ -274,8 +275,9 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
             const auto ht = to_host_flat(table), ho = to_host_flat(out);
             const auto hid = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids);
             std::vector<double> want(ho.size());
-            for (std::int64_t t = 0; t < tokens; ++t)
+            reference::host_for(tokens, [&](const std::int64_t t) {
               for (std::int64_t c = 0; c < dim; ++c) want[t * dim + c] = ht[hid(t) * dim + c];
+            });
             return reference::compare(ho, want, [](std::size_t) { return 0.0; });
           };
           return op;

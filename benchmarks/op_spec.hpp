@@ -101,7 +101,8 @@ template <class T>
 std::vector<double> to_host(const Vector<T>& v) {
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
   std::vector<double> out(v.extent(0));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(static_cast<compute_t<T>>(h(i)));
+  reference::host_for(static_cast<std::int64_t>(out.size()),
+                      [&](const std::int64_t i) { out[i] = static_cast<double>(static_cast<compute_t<T>>(h(i))); });
   return out;
 }
 
@@ -124,16 +125,16 @@ OpInstance elementwise(const Exec& exec, std::int64_t n, std::uint64_t seed, int
     const auto ha = to_host(a), hb = to_host(b), ho = to_host(out);
     // One rounding of the fp32/fp64 arithmetic and one to the storage type.
     const double tol = 2 * epsilon<T>() + 2 * epsilon<compute_t<T>>();
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double x = ha[i], y = inputs > 1 ? hb[i] : 0.0;
-      const double want = reference(x, y);
-      if (!(std::abs(ho[i] - want) <= tol * magnitude(x, y) + denorm_min<T>())) {
-        std::ostringstream msg;
-        msg << "element " << i << " is " << ho[i] << ", expected " << want;
-        return msg.str();
-      }
-    }
-    return "";
+    const auto inputs_at = [&](const std::int64_t i) { return std::pair<double, double>(ha[i], inputs > 1 ? hb[i] : 0.0); };
+    const std::int64_t i = reference::first_failing(n, [&](const std::int64_t k) {
+      const auto [x, y] = inputs_at(k);
+      return std::abs(ho[k] - reference(x, y)) <= tol * magnitude(x, y) + denorm_min<T>();
+    });
+    if (i == n) return "";
+    const auto [x, y] = inputs_at(i);
+    std::ostringstream msg;
+    msg << "element " << i << " is " << ho[i] << ", expected " << reference(x, y);
+    return msg.str();
   };
   return op;
 }

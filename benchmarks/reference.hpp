@@ -139,19 +139,43 @@ std::string gemm_entry(const OpA& a, const OpB& b, std::int64_t k, double alpha,
   return msg.str();
 }
 
+/// f(i) for every i in [0, n) on the host's threads (Kokkos's default host execution space),
+/// for float64 references and checks element by element: f must not depend on the order.
+/// Serial, the verification of a 1.6 GB working set took most of each result's time in the
+/// harness (the Granite Rapids VM: 15-20 s a result, one core busy).
+template <class F>
+void host_for(std::int64_t n, const F& f) {
+  using Policy = Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::parallel_for("rooftop::reference", Policy(0, n), [&](const std::int64_t i) { f(i); });
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+/// The least i in [0, n) for which ok(i) is false, or n (on the host's threads, as host_for).
+template <class Ok>
+std::int64_t first_failing(std::int64_t n, const Ok& ok) {
+  using Policy = Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+  std::int64_t first = n;  // the reducer starts each thread at the largest int64
+  Kokkos::parallel_reduce(
+      "rooftop::reference_check", Policy(0, n), [&](const std::int64_t i, std::int64_t& least) {
+        if (i < least && !ok(i)) least = i;
+      },
+      Kokkos::Min<std::int64_t>(first));
+  return std::min(first, n);
+}
+
 /// "" if |got[i] - want[i]| <= bound(i) for all i (NaN fails), else the first mismatch.
 template <class Bound>
 std::string compare(const std::vector<double>& got, const std::vector<double>& want, const Bound& bound) {
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
-    if (!both_nan && !(std::abs(got[i] - want[i]) <= bound(i))) {
-      std::ostringstream msg;
-      msg.precision(9);
-      msg << "element " << i << " of " << got.size() << " is " << got[i] << ", expected " << want[i];
-      return msg.str();
-    }
-  }
-  return "";
+  const auto n = static_cast<std::int64_t>(got.size());
+  const std::int64_t i = first_failing(n, [&](const std::int64_t k) {
+    const auto at = static_cast<std::size_t>(k);
+    return (std::isnan(got[at]) && std::isnan(want[at])) || std::abs(got[at] - want[at]) <= bound(at);
+  });
+  if (i == n) return "";
+  std::ostringstream msg;
+  msg.precision(9);
+  msg << "element " << i << " of " << got.size() << " is " << got[i] << ", expected " << want[i];
+  return msg.str();
 }
 
 /// The index of the first element of `got` that is not a number of magnitude at most `bound`
@@ -159,9 +183,9 @@ std::string compare(const std::vector<double>& got, const std::vector<double>& w
 /// every entry must at least have been written (the outputs start as NaN) and lie within what
 /// its inputs allow.
 inline std::int64_t first_outside(const std::vector<double>& got, double bound) {
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(got[i]) <= bound)) return static_cast<std::int64_t>(i);
-  return -1;
+  const auto n = static_cast<std::int64_t>(got.size());
+  const std::int64_t i = first_failing(n, [&](const std::int64_t k) { return std::abs(got[static_cast<std::size_t>(k)]) <= bound; });
+  return i == n ? -1 : i;
 }
 
 }  // namespace rooftop::reference

@@ -79,7 +79,8 @@ inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std:
   j["ceilings"] = {{"bandwidth_gbs", c.bandwidth_gbs},
                    {"peak_gflops", {{"fp32", c.peak_gflops_fp32}, {"fp64", c.peak_gflops_fp64}}},
                    {"launch_overhead_us", c.launch_overhead_us},
-                   {"last_level_cache_bytes", static_cast<long long>(c.llc_bytes)}};  // a whole number of bytes
+                   {"last_level_cache_bytes", static_cast<long long>(c.llc_bytes)},  // whole numbers of bytes
+                   {"main_memory_working_set_bytes", static_cast<long long>(c.main_memory_bytes)}};
   if (c.peak_gflops_bf16_matrix > 0) j["ceilings"]["peak_gflops"]["bf16_matrix"] = c.peak_gflops_bf16_matrix;
   if (c.peak_gflops_fp16_matrix > 0) j["ceilings"]["peak_gflops"]["fp16_matrix"] = c.peak_gflops_fp16_matrix;
   nlohmann::json ops = nlohmann::json::array();

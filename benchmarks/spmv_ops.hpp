@@ -27,7 +27,7 @@ SpmvResult spmv(const Csr<T, Index, Memory>& A, const std::vector<double>& x) {
   const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.col_idx);
   const auto v = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A.values);
   SpmvResult out{std::vector<double>(A.rows), std::vector<double>(A.rows), std::vector<std::int64_t>(A.rows)};
-  for (std::int64_t r = 0; r < A.rows; ++r) {
+  reference::host_for(A.rows, [&](const std::int64_t r) {
     double sum = 0, scale = 0;
     for (std::int64_t e = p(r); e < p(r + 1); ++e) {
       const double term = static_cast<double>(static_cast<compute_t<T>>(v(e))) * x[c(e)];
@@ -37,7 +37,7 @@ SpmvResult spmv(const Csr<T, Index, Memory>& A, const std::vector<double>& x) {
     out.want[r] = sum;
     out.scale[r] = scale;
     out.length[r] = p(r + 1) - p(r);
-  }
+  });
   return out;
 }
 

@@ -496,3 +496,24 @@ TEST_CASE("gemm: mismatched extents are an error naming them") {
                          rooftop::Error);
   }
 }
+
+TEST_CASE("harness working sets: main memory 8x the cache, at least 256 MB, at most a sixteenth of the host's memory") {
+  constexpr double MiB = 1024.0 * 1024;
+  CHECK(harness::main_memory_working_set(8 * MiB, 64e9) == 256e6);         // a small cache: the floor
+  CHECK(harness::main_memory_working_set(32 * MiB, 64e9) == 256 * MiB);    // 8x the cache
+  CHECK(harness::main_memory_working_set(480 * MiB, 24e9) == 1.5e9);       // the host's memory bounds it
+  CHECK(harness::main_memory_working_set(480 * MiB, 0) == 3840 * MiB);     // memory unknown: 8x the cache
+  CHECK(harness::main_memory_working_set(480 * MiB, 2e9) == 256e6);        // never below the floor
+  harness::Ceilings c;
+  c.bandwidth_gbs = {{"dram", 40.0}, {"llc", 100.0}};
+  c.llc_bytes = 480 * MiB;
+  c.main_memory_bytes = harness::main_memory_working_set(c.llc_bytes, 24e9);
+  CHECK(c.is_cache_resident(0.7e9));
+  CHECK(!c.is_cache_resident(0.75e9));  // half the main-memory working set on: main memory's roof
+  CHECK(c.bandwidth_for(1.49e9) == 40.0);
+  c.llc_bytes = 8 * MiB;
+  c.main_memory_bytes = harness::main_memory_working_set(c.llc_bytes, 24e9);
+  CHECK(c.is_cache_resident(32 * MiB - 1));  // below 4x the cache
+  CHECK(!c.is_cache_resident(32 * MiB));
+  CHECK(c.bandwidth_for(16 * MiB) == 100.0);
+}
