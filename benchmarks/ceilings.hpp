@@ -114,7 +114,7 @@ inline double last_level_cache_bytes() { return static_cast<double>(cpu::last_le
 /// slice of a large CPU can report far more cache than its cores see: the Granite Rapids VM's
 /// sysfs says 480 MiB of L3 for 2 cores and 23 GB of memory, so 8x would have been 4 GB (the
 /// bf16 ops' verification alone ~32 GB), where its read-only dot ran at the same 35 GB/s from
-/// 256 MB up to 4 GB (1.4 GB, the bound there, is ~3x the L3 it reports).
+/// 256 MB up to 4 GB (1.6 GB, the bound there, is ~3x the L3 it reports).
 inline double main_memory_working_set(double llc_bytes, double host_memory) {
   const double ws = std::max(8 * llc_bytes, 256e6);
   return host_memory > 0 ? std::max(std::min(ws, host_memory / 16), 256e6) : ws;
