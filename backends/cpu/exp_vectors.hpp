@@ -118,23 +118,29 @@ ROOFTOP_AVX512_WARNINGS_ON
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
 ROOFTOP_AVX512_WARNINGS_OFF
 /// times_sigmoid_of_exp2 of U registers at once on AVX-512 hosts, each step over all of them
-/// before the next (as the AVX2 form above), rounding and scaling as exp2_parts does: the same
-/// values.
+/// before the next (as the AVX2 form above): the same values as exp2_parts' rounding and
+/// scaling, in fewer instructions. vreduceps gives r = z - round(z) in one instruction (against
+/// vmaxps, vrndscaleps and vsubps); without exp2_parts' clamp to -125: vreduceps(+-Inf) = 0, so
+/// n = +-Inf and vscalefps(p, -Inf) = 0, and below -125 the denominator is 1 + (tiny) = 1 either
+/// way; NaN propagates through both. The gate (z > 127 gives 0) is the division's own mask.
+/// Granite Rapids VM, scratch program, one thread, 16384 values in L1/L2, best of 3000, two
+/// alternations, ns/value: gelu fp32 0.237 -> 0.217, bf16 0.296 -> 0.268, fp16 0.298 -> 0.275;
+/// silu 0.211 -> 0.203, 0.273 -> 0.253, 0.274 -> 0.237. What remains is the divider: vdivps
+/// zmm measured 10.65 cycles a register (vmulps 0.54), about 0.196 ns/value at 3.4 GHz.
 template <int U>
 [[gnu::always_inline]] inline void times_sigmoid_of_exp2(__m512 (&x)[U], const __m512 (&z)[U]) {
   using C = math::detail::Exp2Poly;
   __m512 n[U], r[U], p[U];
   for (int u = 0; u < U; ++u) {
-    const __m512 w = _mm512_max_ps(_mm512_set1_ps(-125.0f), z[u]);  // z where z is NaN (vmaxps)
-    n[u] = _mm512_roundscale_ps(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r[u] = _mm512_sub_ps(w, n[u]);
+    r[u] = _mm512_reduce_ps(z[u], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    n[u] = _mm512_sub_ps(z[u], r[u]);
   }
   for (int u = 0; u < U; ++u) p[u] = _mm512_fmadd_ps(_mm512_set1_ps(C::c5), r[u], _mm512_set1_ps(C::c4));
   for (const float c : {C::c3, C::c2, C::c1, C::c0})
     for (int u = 0; u < U; ++u) p[u] = _mm512_fmadd_ps(p[u], r[u], _mm512_set1_ps(c));
   for (int u = 0; u < U; ++u) {
-    const __m512 gated = _mm512_div_ps(x[u], _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_scalef_ps(p[u], n[u])));
-    x[u] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(z[u], _mm512_set1_ps(127.0f), _CMP_NGT_UQ), gated);
+    const __mmask16 gate = _mm512_cmp_ps_mask(z[u], _mm512_set1_ps(127.0f), _CMP_NGT_UQ);
+    x[u] = _mm512_maskz_div_ps(gate, x[u], _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_scalef_ps(p[u], n[u])));
   }
 }
 ROOFTOP_AVX512_WARNINGS_ON

@@ -29,6 +29,8 @@
 #include <string>
 #include <type_traits>
 
+#include "avx512_warnings.hpp"
+
 #if (defined(__SSE2__) || defined(_M_X64)) && !defined(__CUDA_ARCH__)
 #include <immintrin.h>
 #define ROOFTOP_HAS_STREAMING_STORES 1
@@ -239,16 +241,19 @@ template <bool streamed, int N>
 /// Sapphire and Granite Rapids) vectorizes loops 256 bits wide: on the Granite Rapids VM
 /// (scratch program, one thread, 2^18 values in L2, streamed) scale took 0.337 ns/value fp32
 /// and 0.374 bf16 with one 512-bit load, 0.188 and 0.096 when GCC was told to prefer 512 bits.
+ROOFTOP_AVX512_WARNINGS_OFF
 [[gnu::always_inline]] inline __m512i load_stored_line(const void* p) {
   const auto* half = static_cast<const __m256i*>(p);
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256(half)), _mm256_load_si256(half + 1), 1);
 }
 [[gnu::always_inline]] inline __m512 load_stored_floats(const float* p) { return _mm512_castsi512_ps(load_stored_line(p)); }
+ROOFTOP_AVX512_WARNINGS_ON
 #endif
 
 /// Streams the 64 bytes at src (64-byte aligned), just stored by the caller, to the 64-byte
 /// aligned line dst: one 512-bit streaming store on AVX-512 hosts (load_stored_line), else as
 /// stream_whole_lines stores a line.
+ROOFTOP_AVX512_WARNINGS_OFF
 [[gnu::always_inline]] inline void stream_line(void* dst, const void* src) {
 #if defined(ROOFTOP_HAS_STREAMING_STORES) && defined(__AVX512F__)
   _mm512_stream_si512(static_cast<__m512i*>(dst), load_stored_line(src));
@@ -256,6 +261,7 @@ template <bool streamed, int N>
   stream_whole_lines(dst, src, 64);
 #endif
 }
+ROOFTOP_AVX512_WARNINGS_ON
 
 #if defined(__AVX512F__) && defined(ROOFTOP_HAS_STREAMING_STORES)
 /// Whether 2-byte lanes can be permuted (AVX512BW).
