@@ -294,13 +294,15 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
             // further rows, up to Shape::cpu_block_backoff, so that checking costs little
             // where it never pays.
             constexpr int lanes = cpu::spmv_block_lanes<T>;
-            // Blocks of fp64 and fp32 prefetch as the rows do; 2-byte ones do not. 3D Laplacian
-            // 150^3, 2 threads, Zen 4 VM, scratch program, four alternations, median GB/s
-            // without -> with: fp64 31.9 -> 41.5, fp32 37.5 -> 34.5; 55^3 (in cache) fp64 68.6
-            // -> 62.1, fp32 67.8 -> 57.3. On the Zen 5 VM (one process alternating both, medians
-            // of 15) fp32 158^3 18.5 -> 37.8 (the fp32 rows had moved half fp64's bytes per
-            // second), bf16 / fp16 175^3 16.0 / 16.1 -> 15.6 / 15.8.
-            constexpr bool block_prefetches = sizeof(T) >= 4;
+            // Blocks prefetch as far ahead as the rows do, in every dtype. 3D Laplacian 150^3,
+            // 2 threads, Zen 4 VM, scratch program, four alternations, median GB/s without ->
+            // with: fp64 31.9 -> 41.5, fp32 37.5 -> 34.5; 55^3 (in cache) fp64 68.6 -> 62.1, fp32
+            // 67.8 -> 57.3. On the Zen 5 VM (one process alternating both, medians of 15) fp32
+            // 158^3 18.5 -> 37.8 (the fp32 rows had moved half fp64's bytes per second), bf16 /
+            // fp16 175^3 16.0 / 16.1 -> 15.6 / 15.8; on the Granite Rapids VM (two binaries
+            // alternated twice, bf16 and fp16 alike, medians of 9) 2-byte 300^3 25.4-26.0 ->
+            // 28.9-29.3, 120^3 (in cache) 37.2-42.1 -> 48.4-50.6, so 2-byte blocks now prefetch
+            // too.
             int misses = 0;
             while (r < last) {
               const int most = last - r < lanes ? static_cast<int>(last - r) : lanes;
@@ -309,14 +311,12 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
               auto take = [&](auto entries) __attribute__((always_inline)) {
                 constexpr int L = decltype(entries)::value;
                 n = cpu::spmv_block_rows<L, T>(rp, row_entries.col_idx, r, most);
-                if constexpr (block_prefetches) {
-                  // Every line of the block's values and col_idx, as far ahead as the rows'.
-                  const std::int64_t b0 = rp[r];
-                  for (std::int64_t k = 0; k < L * lanes; k += 64 / static_cast<std::int64_t>(sizeof(T)))
-                    cpu::prefetch_line(row_entries.values + b0 + values_ahead + k);
-                  for (std::int64_t k = 0; k < L * lanes; k += 64 / static_cast<std::int64_t>(sizeof(Index)))
-                    cpu::prefetch_line(row_entries.col_idx + b0 + col_idx_ahead + k);
-                }
+                // Every line of the block's values and col_idx, as far ahead as the rows'.
+                const std::int64_t b0 = rp[r];
+                for (std::int64_t k = 0; k < L * lanes; k += 64 / static_cast<std::int64_t>(sizeof(T)))
+                  cpu::prefetch_line(row_entries.values + b0 + values_ahead + k);
+                for (std::int64_t k = 0; k < L * lanes; k += 64 / static_cast<std::int64_t>(sizeof(Index)))
+                  cpu::prefetch_line(row_entries.col_idx + b0 + col_idx_ahead + k);
                 if (n == lanes) {
                   cpu::spmv_block<L, true>(rp, row_entries.col_idx, row_entries.values, row_entries.x, yp, r, n, alpha, beta, beta_y);
                 } else if (n >= Shape::cpu_block_min_rows) {
