@@ -143,12 +143,14 @@ struct DropoutMask {
     using HalfBits = std::uint32_t __attribute__((vector_size(32)));
     std::uint32_t key1;
     __m512i threshold_top;    // threshold << 16: a lane's 16 bits moved to its top are >= it iff they are >= threshold
-    __m256i threshold_words;  // threshold in every 16-bit word
+    __m512i threshold_words;  // threshold in every 16-bit word
     __m512 scale;
     __mmask16 any;
+    __mmask32 any_words;
     explicit Lanes(const DropoutMask& m)
         : key1(m.key1), threshold_top(_mm512_set1_epi32(static_cast<int>(m.threshold << 16))),
-          threshold_words(_mm256_set1_epi16(static_cast<short>(m.threshold))), scale(_mm512_set1_ps(m.scale)), any(m.keep_any ? 0xffff : 0) {}
+          threshold_words(_mm512_set1_epi16(static_cast<short>(m.threshold))), scale(_mm512_set1_ps(m.scale)),
+          any(m.keep_any ? 0xffff : 0), any_words(m.keep_any ? 0xffffffffu : 0u) {}
     /// v[u] scaled in the lanes kept, 0 in the others (scaled), for registers whose lanes'
     /// counters have low words `low[u]` under the keys `key[u]`, each lane hashing its own pair.
     /// Each register's mask is used as soon as it is made, so one mask register is live at a
@@ -171,12 +173,28 @@ struct DropoutMask {
     [[gnu::always_inline]] void apply(__m512 (&v)[U], std::uint32_t low, std::uint32_t key) const {
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
       if ((low & 1u) == 0) {
-        const HalfBits pairs = HalfBits{0, 1, 2, 3, 4, 5, 6, 7} + (low >> 1);  // (one broadcast, not one per register)
-        HalfBits h[U];
-        for (int u = 0; u < U; ++u) h[u] = pairs + 8u * static_cast<std::uint32_t>(u);
-        pair_bits(h, key, key1);
-        for (int u = 0; u < U; ++u)
-          v[u] = scaled<computed>(v[u], _mm256_mask_cmpge_epu16_mask(any, reinterpret_cast<__m256i>(h[u]), threshold_words));
+        if constexpr (U % 2 == 0) {
+          // Two registers' sixteen pairs hashed in one register: its 32 words are the two
+          // registers' elements in memory order, compared at once (the hash's shifts, xors
+          // and multiplies once per 32 elements, not per 16).
+          const Bits pairs = Bits{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + (low >> 1);  // (one broadcast)
+          Bits h[U / 2];
+          for (int w = 0; w < U / 2; ++w) h[w] = pairs + 16u * static_cast<std::uint32_t>(w);
+          pair_bits(h, key, key1);
+          for (int w = 0; w < U / 2; ++w) {
+            const __mmask32 keep = _mm512_mask_cmpge_epu16_mask(any_words, reinterpret_cast<__m512i>(h[w]), threshold_words);
+            v[2 * w] = scaled<computed>(v[2 * w], static_cast<__mmask16>(keep));
+            v[2 * w + 1] = scaled<computed>(v[2 * w + 1], static_cast<__mmask16>(keep >> 16));
+          }
+        } else {
+          const HalfBits pairs = HalfBits{0, 1, 2, 3, 4, 5, 6, 7} + (low >> 1);  // (one broadcast, not one per register)
+          HalfBits h[U];
+          for (int u = 0; u < U; ++u) h[u] = pairs + 8u * static_cast<std::uint32_t>(u);
+          pair_bits(h, key, key1);
+          for (int u = 0; u < U; ++u)
+            v[u] = scaled<computed>(v[u], _mm256_mask_cmpge_epu16_mask(any, reinterpret_cast<__m256i>(h[u]),
+                                                                        _mm512_castsi512_si256(threshold_words)));
+        }
         return;
       }
 #endif
