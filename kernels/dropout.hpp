@@ -172,29 +172,21 @@ struct DropoutMask {
     template <bool computed, int U>
     [[gnu::always_inline]] void apply(__m512 (&v)[U], std::uint32_t low, std::uint32_t key) const {
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
-      if ((low & 1u) == 0) {
-        if constexpr (U % 2 == 0) {
-          // Two registers' sixteen pairs hashed in one register: its 32 words are the two
-          // registers' elements in memory order, compared at once (the hash's shifts, xors
-          // and multiplies once per 32 elements, not per 16).
-          const Bits pairs = Bits{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + (low >> 1);  // (one broadcast)
-          Bits h[U / 2];
-          for (int w = 0; w < U / 2; ++w) h[w] = pairs + 16u * static_cast<std::uint32_t>(w);
-          pair_bits(h, key, key1);
-          for (int w = 0; w < U / 2; ++w) {
-            const __mmask32 keep = _mm512_mask_cmpge_epu16_mask(any_words, reinterpret_cast<__m512i>(h[w]), threshold_words);
-            v[2 * w] = scaled<computed>(v[2 * w], static_cast<__mmask16>(keep));
-            v[2 * w + 1] = scaled<computed>(v[2 * w + 1], static_cast<__mmask16>(keep >> 16));
-          }
+      if constexpr (U % 2 == 0) {
+        if ((low & 1u) == 0) {
+          apply_words<computed, U / 2>(v, low, key);
         } else {
-          const HalfBits pairs = HalfBits{0, 1, 2, 3, 4, 5, 6, 7} + (low >> 1);  // (one broadcast, not one per register)
-          HalfBits h[U];
-          for (int u = 0; u < U; ++u) h[u] = pairs + 8u * static_cast<std::uint32_t>(u);
-          pair_bits(h, key, key1);
-          for (int u = 0; u < U; ++u)
-            v[u] = scaled<computed>(v[u], _mm256_mask_cmpge_epu16_mask(any, reinterpret_cast<__m256i>(h[u]),
-                                                                        _mm512_castsi512_si256(threshold_words)));
+          apply_words<computed, U / 2 + 1>(v, low, key);
         }
+        return;
+      } else if ((low & 1u) == 0) {  // (an odd number of registers: eight pairs in half a register each)
+        const HalfBits pairs = HalfBits{0, 1, 2, 3, 4, 5, 6, 7} + (low >> 1);  // (one broadcast, not one per register)
+        HalfBits h[U];
+        for (int u = 0; u < U; ++u) h[u] = pairs + 8u * static_cast<std::uint32_t>(u);
+        pair_bits(h, key, key1);
+        for (int u = 0; u < U; ++u)
+          v[u] = scaled<computed>(v[u], _mm256_mask_cmpge_epu16_mask(any, reinterpret_cast<__m256i>(h[u]),
+                                                                      _mm512_castsi512_si256(threshold_words)));
         return;
       }
 #endif
@@ -203,6 +195,36 @@ struct DropoutMask {
       for (auto& k : keys) k = Bits{} + key;
       apply<computed>(v, lows, keys);
     }
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    /// apply of an even number U of registers from `low`: two registers' sixteen pairs hashed
+    /// in one register, whose 32 words are the pairs' halves in memory order, compared at once
+    /// (the hash once per 32 elements, not per 16, where each lane hashing its own pair takes
+    /// it once per 16 and two elements' halves in 256 bits once per 16 too). From an even
+    /// counter (H = U / 2 registers of hashes) the elements are words 0-31 of each; from an
+    /// odd one (H = U / 2 + 1) words 1-32, the mask shifted down by one with the next
+    /// register's first word on top. Granite Rapids VM, a scratch program, the builds
+    /// alternated twice, the same outputs bit for bit, ns per value, one thread, 65536 values
+    /// in L2: even offsets (before, eight pairs in half a register) bf16 0.215-0.232 ->
+    /// 0.139-0.147, fp16 0.223-0.224 -> 0.124-0.131, fp32 0.136-0.144 -> 0.099-0.105; odd
+    /// offsets (before, a hash per lane) bf16 0.226-0.232 -> 0.193, fp16 0.212-0.217 -> 0.148,
+    /// fp32 0.180-0.185 -> 0.131 (docs/kernels.md has 2 threads).
+    template <bool computed, int H, int U>
+    [[gnu::always_inline]] void apply_words(__m512 (&v)[U], std::uint32_t low, std::uint32_t key) const {
+      static_assert(U % 2 == 0 && (H == U / 2 || H == U / 2 + 1), "apply_words: pairs of registers");
+      const Bits pairs = Bits{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + (low >> 1);  // (one broadcast)
+      Bits h[H];
+      for (int w = 0; w < H; ++w) h[w] = pairs + 16u * static_cast<std::uint32_t>(w);
+      pair_bits(h, key, key1);
+      std::uint32_t keep[H];
+      for (int w = 0; w < H; ++w)
+        keep[w] = _mm512_mask_cmpge_epu16_mask(any_words, reinterpret_cast<__m512i>(h[w]), threshold_words);
+      for (int w = 0; w < U / 2; ++w) {
+        const std::uint32_t k = H == U / 2 ? keep[w] : (keep[w] >> 1) | (keep[H == U / 2 ? w : w + 1] << 31);
+        v[2 * w] = scaled<computed>(v[2 * w], static_cast<__mmask16>(k));
+        v[2 * w + 1] = scaled<computed>(v[2 * w + 1], static_cast<__mmask16>(k >> 16));
+      }
+    }
+#endif
     /// The low words low + 16u, ..., low + 16u + 15 of U registers' lanes.
     template <int U>
     [[gnu::always_inline]] static void counters(std::uint32_t low, Bits (&lows)[U]) {

@@ -128,6 +128,27 @@ TEST_CASE("dropout's two elements of a pair take independent halves of its hash;
   CHECK(std::abs(dropped - n * 0x1p-14) <= 6 * std::sqrt(n * 0x1p-14));
 }
 
+TEST_CASE_TEMPLATE("dropout from odd offsets: each register's pairs start half way (plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
+  // From an odd counter an element's pair partner is the element before it: AVX-512 hosts then
+  // take each 32 elements' bits as words 1-32 of a register of hashes (DropoutMask::Lanes).
+  for (const std::size_t threshold : test::store_thresholds)
+    for (const std::uint64_t offset : {std::uint64_t{1}, std::uint64_t{12345}, (std::uint64_t{3} << 32) - 33}) {
+      for (const std::int64_t n : test::sizes) {
+        CAPTURE(threshold);
+        CAPTURE(offset);
+        CAPTURE(n);
+        test::StreamingThreshold stores(threshold);
+        auto x = test::random_vector<T>(n, 0.5, 1.5);  // nonzero, so a dropped element is visible
+        auto y = test::poisoned_vector<T>(n);
+        const std::uint64_t seed = test::next_seed();
+        rooftop::dropout(Exec(), x, y, 0.5, seed, offset);
+        const DropoutMask mask(0.5, seed, offset);
+        const auto hx = host(x), hy = host(y);
+        for (std::int64_t i = 0; i < n; ++i) REQUIRE(hy[i] == (mask.keep(static_cast<std::uint64_t>(i)) ? hx[i] * 2 : 0.0));
+      }
+    }
+}
+
 TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the low word wraps; plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
   const std::int64_t rows = 7, cols = 301, n = rows * cols;
   const std::uint64_t offset = (std::uint64_t{5} << 32) - 1000;  // element 1000 has counter 6 * 2^32
