@@ -13,6 +13,28 @@ using namespace rooftop;
 using test::Exec;
 using test::host;
 
+namespace {
+/// dropout of n fresh values from `offset`, each output checked against its mask's decision and
+/// x / (1 - p) for p rounded to 2^-16; returns how many were kept.
+template <class T>
+std::int64_t checked_dropout(double p, std::uint64_t offset, std::int64_t n) {
+  auto x = test::random_vector<T>(n, 0.5, 1.5);  // nonzero, so a dropped element is visible
+  auto y = test::poisoned_vector<T>(n);
+  const std::uint64_t seed = test::next_seed();
+  rooftop::dropout(Exec(), x, y, p, seed, offset);
+  const auto hx = host(x), hy = host(y);
+  const DropoutMask mask(p, seed, offset);
+  const double p_kernel = std::round(p * 65536) / 65536;  // p in steps of 2^-16
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double want = mask.keep(static_cast<std::uint64_t>(i)) ? hx[i] / (1 - p_kernel) : 0.0;
+    REQUIRE(std::abs(hy[i] - want) <= reference::tolerance<T>(want, want, 2));
+    kept += hy[i] != 0;
+  }
+  return kept;
+}
+}  // namespace
+
 TEST_CASE_TEMPLATE("dropout keeps 1 - p of the elements, scaled by 1 / (1 - p) for p rounded to 2^-16, by its mask (plain and "
                    "streaming stores)",
                    T, ROOFTOP_ML_DTYPES) {
@@ -25,19 +47,8 @@ TEST_CASE_TEMPLATE("dropout keeps 1 - p of the elements, scaled by 1 / (1 - p) f
       CAPTURE(p);
       CAPTURE(n);
       test::StreamingThreshold stores(threshold);
-      auto x = test::random_vector<T>(n, 0.5, 1.5);  // nonzero, so a dropped element is visible
-      auto y = test::poisoned_vector<T>(n);
-      const std::uint64_t seed = test::next_seed();
-      rooftop::dropout(Exec(), x, y, p, seed);
-      const auto hx = host(x), hy = host(y);
-      const DropoutMask mask(p, seed, 0);
-      const double p_kernel = std::round(p * 65536) / 65536;  // p in steps of 2^-16
-      std::int64_t kept = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        const double want = mask.keep(i) ? hx[i] / (1 - p_kernel) : 0.0;
-        REQUIRE(std::abs(hy[i] - want) <= reference::tolerance<T>(want, want, 2));
-        kept += hy[i] != 0;
-      }
+      const double p_kernel = std::round(p * 65536) / 65536;
+      const std::int64_t kept = checked_dropout<T>(p, 0, n);
       if (p == 0) CHECK(kept == n);
       if (p == 1) CHECK(kept == 0);
       if (n > 100000) {  // binomial in the kernel's p (0.9999 is 0.99989: 112 kept, not 105): within 6 sd
@@ -132,21 +143,14 @@ TEST_CASE_TEMPLATE("dropout from odd offsets: each register's pairs start half w
   // From an odd counter an element's pair partner is the element before it: AVX-512 hosts then
   // take each 32 elements' bits as words 1-32 of a register of hashes (DropoutMask::Lanes).
   for (const std::size_t threshold : test::store_thresholds)
-    for (const std::uint64_t offset : {std::uint64_t{1}, std::uint64_t{12345}, (std::uint64_t{3} << 32) - 33}) {
+    for (const std::uint64_t offset : {std::uint64_t{1}, std::uint64_t{12345}, (std::uint64_t{3} << 32) - 33})
       for (const std::int64_t n : test::sizes) {
         CAPTURE(threshold);
         CAPTURE(offset);
         CAPTURE(n);
         test::StreamingThreshold stores(threshold);
-        auto x = test::random_vector<T>(n, 0.5, 1.5);  // nonzero, so a dropped element is visible
-        auto y = test::poisoned_vector<T>(n);
-        const std::uint64_t seed = test::next_seed();
-        rooftop::dropout(Exec(), x, y, 0.5, seed, offset);
-        const DropoutMask mask(0.5, seed, offset);
-        const auto hx = host(x), hy = host(y);
-        for (std::int64_t i = 0; i < n; ++i) REQUIRE(hy[i] == (mask.keep(static_cast<std::uint64_t>(i)) ? hx[i] * 2 : 0.0));
+        checked_dropout<T>(0.3, offset, n);
       }
-    }
 }
 
 TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the low word wraps; plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
