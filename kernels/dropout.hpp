@@ -134,10 +134,11 @@ struct DropoutMask {
 #if defined(ROOFTOP_HAS_STREAM_VECTORS)
   ROOFTOP_AVX512_WARNINGS_OFF
   /// keeps() sixteen lanes at a time on an AVX-512 host, for this mask's constants (eight on
-  /// AVX2 hosts, below). Sixteen elements from an even counter are eight pairs, and the
-  /// halves of eight hashes in half a register are their sixteen 16-bit numbers in memory
-  /// order, compared as words (AVX512-BW): half the hashing of one hash per lane, which the
-  /// other counters (and hosts without AVX512-BW) take, each lane hashing its own pair.
+  /// AVX2 hosts, below). Thirty-two elements are sixteen pairs (seventeen from an odd
+  /// counter), and the halves of a register of hashes are their 16-bit numbers in memory
+  /// order, compared as words (AVX512-BW, apply_words): half the hashing of one hash
+  /// per lane, which hosts without AVX512-BW take, each lane hashing its own pair (an odd
+  /// number of registers from an even counter: eight pairs in half a register each).
   struct Lanes {
     using Bits = std::uint32_t __attribute__((vector_size(64)));
     using HalfBits = std::uint32_t __attribute__((vector_size(32)));
