@@ -138,7 +138,8 @@ struct DropoutMask {
   /// counter), and the halves of a register of hashes are their 16-bit numbers in memory
   /// order, compared as words (AVX512-BW, apply_words): half the hashing of one hash
   /// per lane, which hosts without AVX512-BW take, each lane hashing its own pair (an odd
-  /// number of registers from an even counter: eight pairs in half a register each).
+  /// number of registers: from an even counter eight pairs in half a register each, from an
+  /// odd one a hash per lane).
   struct Lanes {
     using Bits = std::uint32_t __attribute__((vector_size(64)));
     using HalfBits = std::uint32_t __attribute__((vector_size(32)));
