@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -34,46 +35,75 @@ namespace detail {
 inline constexpr std::int64_t embedding_prefetch_bytes = 8192;
 
 /// Whether the host gathers `tokens` rows of `row_bytes` from a table of `vocab` rows grouped
-/// by row (tokens_by_row): from 1024 tokens on, where the table has at most four rows per token,
-/// so that rows repeat (each repeat read from cache, the table read once, in order of its rows)
-/// and the grouping's arrays stay small beside the output; and rows of 2 KB and more, whose
-/// outputs, written in the order of the table's rows, are scattered over the output in pieces
-/// still long enough for the memory. Granite Rapids VM, 2 threads, a scratch program, 32000 rows,
-/// 1.6 GB of gathers, two alternations, compulsory GB/s as a share of copy beside it: fp32 rows
-/// of 768 0.65-0.67 -> 0.81-0.86, of 4096 0.82-0.87 -> 0.97-1.00, bf16 of 4096 0.70-0.72 ->
-/// 0.91-0.95; bf16 of 768 (1.5 KB) lost, 0.72-0.74 -> 0.62-0.63.
+/// by table rows (tokens_by_bucket): from 1024 tokens on, where the table has at most four rows
+/// per token, so that rows repeat (a bucket's repeats read from cache, the table about once,
+/// in order of its buckets), and rows of 512 bytes and more, whose outputs, written in bucket
+/// order, are scattered over the output in pieces still long enough for the memory. Granite
+/// Rapids VM, 2 threads, a scratch program, a 32000-row table, 788 MB of outputs, best of four,
+/// written GB/s in token order / sorted by row (the sort included) / by bucket of 512 KB of
+/// rows: rows of 512 bytes 25 / 21-23 / 35, 1.5 KB 32-33 / 36 / 39-40, 3 KB 29-30 / 40 / 40,
+/// 8 KB 27 / 36 / 36 (a fill of such pieces at random places runs at 52): the sort by bucket
+/// takes 0.9 ms of 548K tokens where the sort by row took 3.0 (its placing stores miss the
+/// cache), while a bucket's rows stay in L2 between repeats. The harness (`rooftop --quick
+/// --ops copy,embedding`, two alternations with the sort by row, bf16 and fp16 rows of 768 then
+/// in token order), share of copy in the same run: 2-byte rows of 768 0.59-0.64 -> 0.73-0.86,
+/// rows of 4096 and fp32 rows of 768 within noise (0.80-0.93 / 0.80-0.97).
 inline bool embedding_grouped(std::int64_t tokens, std::int64_t vocab, std::int64_t row_bytes) {
-  return tokens >= 1024 && vocab <= 4 * tokens && row_bytes >= 2048;
+  return tokens >= 1024 && vocab <= 4 * tokens && row_bytes >= 512;
 }
 
-/// The tokens [0, ids.extent(0)) in order of their ids (a counting sort: stable, two passes over
-/// the ids and one over the table's rows), tokens of ids outside [0, vocab) last, and how many
-/// distinct rows they gather; `first_bad` is lowered to the first token of such an id.
-struct TokensByRow {
-  std::vector<std::int64_t> order;
-  std::int64_t rows = 0;
-};
-template <class Ids>
-TokensByRow tokens_by_row(const Ids& ids, std::int64_t vocab, std::int64_t& first_bad) {
+/// The table rows of a bucket (embedding's grouped gather): a power of two of them, 2^shift,
+/// the most whose bytes fit in embedding_bucket_bytes (one row where a row alone is larger).
+inline constexpr std::int64_t embedding_bucket_bytes = std::int64_t{512} << 10;
+inline int embedding_bucket_shift(std::int64_t row_bytes) {
+  int shift = 0;
+  while ((std::int64_t{2} << shift) * row_bytes <= embedding_bucket_bytes) ++shift;
+  return shift;
+}
+
+/// The tokens [0, ids.extent(0)) in order of their ids' buckets of 2^shift table rows (id >>
+/// shift), tokens of ids outside [0, vocab) last; `first_bad` is lowered to the first token of
+/// such an id. A counting sort (stable), in parallel on the host execution space `exec`: each
+/// of its threads counts, then places, the buckets of one stretch of the tokens.
+template <class Exec, class Ids>
+std::unique_ptr<std::int64_t[]> tokens_by_bucket(const Exec& exec, const Ids& ids, std::int64_t vocab, int shift, std::int64_t& first_bad) {
   const auto tokens = static_cast<std::int64_t>(ids.extent(0));
-  std::vector<std::int64_t> start(static_cast<std::size_t>(vocab) + 2, 0);
-  auto bucket = [&](const std::int64_t t) {
+  const std::int64_t bad = ((vocab - 1) >> shift) + 1, buckets = bad + 1;  // the last bucket: bad ids
+  const std::int64_t parts = std::max<std::int64_t>(1, std::min<std::int64_t>(exec.concurrency(), tokens / 4096));
+  auto bucket = [=](const std::int64_t t) {
     const std::int64_t id = ids(t);
-    return id >= 0 && id < vocab ? id : vocab;
+    return id >= 0 && id < vocab ? id >> shift : bad;
   };
-  for (std::int64_t t = 0; t < tokens; ++t) {
-    const std::int64_t b = bucket(t);
-    if (b == vocab && t < first_bad) first_bad = t;
-    ++start[static_cast<std::size_t>(b) + 1];
-  }
-  TokensByRow sorted;
-  for (std::int64_t b = 0; b <= vocab; ++b) {
-    sorted.rows += b < vocab && start[static_cast<std::size_t>(b) + 1] > 0;
-    start[static_cast<std::size_t>(b) + 1] += start[static_cast<std::size_t>(b)];
-  }
-  sorted.order.resize(static_cast<std::size_t>(tokens));
-  for (std::int64_t t = 0; t < tokens; ++t) sorted.order[static_cast<std::size_t>(start[static_cast<std::size_t>(bucket(t))]++)] = t;
-  return sorted;
+  auto stretch = [=](const std::int64_t q) { return std::make_pair(tokens * q / parts, tokens * (q + 1) / parts); };
+  std::vector<std::int64_t> at(static_cast<std::size_t>(parts * buckets), 0), first(static_cast<std::size_t>(parts), first_bad);
+  std::int64_t* const counts = at.data();
+  std::int64_t* const first_of = first.data();
+  using Policy = Kokkos::RangePolicy<Exec, Kokkos::Schedule<Kokkos::Static>>;
+  Kokkos::parallel_for("rooftop::embedding_count", Policy(exec, 0, parts), [=](const std::int64_t q) {
+    std::int64_t* const count = counts + q * buckets;
+    for (std::int64_t t = stretch(q).first; t < stretch(q).second; ++t) {
+      const std::int64_t b = bucket(t);
+      if (b == bad && t < first_of[q]) first_of[q] = t;
+      ++count[b];
+    }
+  });
+  exec.fence();
+  std::int64_t start = 0;  // each stretch's first place in each bucket
+  for (std::int64_t b = 0; b < buckets; ++b)
+    for (std::int64_t q = 0; q < parts; ++q) {
+      const std::int64_t n = counts[q * buckets + b];
+      counts[q * buckets + b] = start;
+      start += n;
+    }
+  for (const std::int64_t f : first) first_bad = std::min(first_bad, f);
+  std::unique_ptr<std::int64_t[]> order(new std::int64_t[static_cast<std::size_t>(tokens)]);
+  std::int64_t* const placed = order.get();
+  Kokkos::parallel_for("rooftop::embedding_place", Policy(exec, 0, parts), [=](const std::int64_t q) {
+    std::int64_t* const next = counts + q * buckets;
+    for (std::int64_t t = stretch(q).first; t < stretch(q).second; ++t) placed[next[bucket(t)]++] = t;
+  });
+  exec.fence();
+  return order;
 }
 }  // namespace detail
 
@@ -106,7 +136,7 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
   // out(t, :) for the token t at position p of the gather: its row of the table, or zeros
   // (and t a bad token) where its id is out of range.
   auto gather = KOKKOS_LAMBDA(const detail::RowTeam<Exec>& r, const std::int64_t p, const std::int64_t* const order,
-                              const std::int64_t ahead, std::int64_t& bad) {
+                              std::int64_t& bad) {
     const auto token_at = [&](const std::int64_t q) { return order ? order[q] : q; };
     const std::int64_t id = ids(r.row);
     if (id >= 0 && id < vocab) {
@@ -118,8 +148,8 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
         // 60-87, dim 768 33-51 -> 56-67, bf16 dim 4096 34-55 -> 50-76; the harness gained
         // less, see docs/measured/log.md).
         cpu::Prefetch next;
-        if (p + ahead < rows) {
-          const std::int64_t next_id = ids(token_at(p + ahead));
+        if (p + ahead_rows < rows) {
+          const std::int64_t next_id = ids(token_at(p + ahead_rows));
           if (next_id >= 0 && next_id < vocab) next = {reinterpret_cast<const char*>(&table(next_id, 0)), sizeof(T)};
         }
         r.copy(out, &table(id, 0), dim, next);
@@ -134,19 +164,18 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
   bool grouped = false;
   if constexpr (detail::on_host<Exec>) {
     if (table_rows_contiguous && detail::embedding_grouped(rows, vocab, row_bytes)) {
-      // On the host, where rows repeat: the tokens in order of their rows (tokens_by_row), so
-      // a row gathered by several tokens comes from memory once and the table is read in
-      // order (embedding_grouped has the figures). The sort finds the bad ids.
+      // On the host, where rows repeat: the tokens in order of their buckets of table rows
+      // (tokens_by_bucket), so a row gathered by several tokens of a bucket comes from memory
+      // once and then from cache, and the table is read about once, bucket after bucket
+      // (embedding_grouped has the figures). The sort finds the bad ids.
       grouped = true;
-      const detail::TokensByRow by_row = detail::tokens_by_row(ids, vocab, first_bad);
-      const std::int64_t* const order = by_row.order.data();
-      // Rows prefetched about as many distinct rows ahead as tokens in order are: a row's
-      // tokens are its repeats, and one gathered row ahead of 16 repeats is the same row.
-      const std::int64_t ahead = ahead_rows * std::max<std::int64_t>(rows / std::max<std::int64_t>(by_row.rows, 1), 1);
+      const auto order = detail::tokens_by_bucket(exec, ids, vocab, detail::embedding_bucket_shift(row_bytes), first_bad);
+      const std::int64_t* const by_bucket = order.get();
       Kokkos::parallel_for("rooftop::embedding", detail::row_policy("rooftop::embedding", exec, rows, plan), [&](const Member& member) {
         detail::for_run_of_item<Exec>(member, rows, plan, [&](const std::int64_t first, const std::int64_t last, float*) {
-          std::int64_t bad = none;  // (tokens_by_row found them)
-          for (std::int64_t p = first; p < last; ++p) gather(detail::RowTeam<Exec>{member, order[p], plan.stream, nullptr}, p, order, ahead, bad);
+          std::int64_t bad = none;  // (tokens_by_bucket found them)
+          for (std::int64_t p = first; p < last; ++p)
+            gather(detail::RowTeam<Exec>{member, by_bucket[p], plan.stream, nullptr}, p, by_bucket, bad);
         });
       });
       exec.fence();
@@ -156,7 +185,7 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
     Kokkos::parallel_reduce(
         "rooftop::embedding", detail::row_policy("rooftop::embedding", exec, rows, plan),
         KOKKOS_LAMBDA(const Member& member, std::int64_t& bad) {
-          detail::for_rows_of_item<Exec>(member, rows, plan, [&](const detail::RowTeam<Exec>& r) { gather(r, r.row, nullptr, ahead_rows, bad); });
+          detail::for_rows_of_item<Exec>(member, rows, plan, [&](const detail::RowTeam<Exec>& r) { gather(r, r.row, nullptr, bad); });
         },
         Kokkos::Min<std::int64_t>(first_bad));
   }

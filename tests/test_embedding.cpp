@@ -103,33 +103,39 @@ TEST_CASE_TEMPLATE("embedding copies every 2-byte pattern bit for bit, signaling
 }
 
 TEST_CASE("embedding: an out-of-range id throws, naming the first bad token; no read past the table") {
-  // Rows of 64 bytes gathered in token order, of 4 KB grouped by row (detail::embedding_grouped).
-  for (const std::int64_t dim : {16, 1024}) {
-    const std::int64_t vocab = 50, tokens = 2000;
+  // Rows of 64 bytes gathered in token order, of 4 KB grouped by buckets of 128 rows
+  // (detail::embedding_grouped): one bucket, and four; the first bad token in the first and in
+  // the second half of the tokens (each half sorted by a thread of its own where there are two).
+  for (const std::int64_t dim : {16, 1024})
+  for (const std::int64_t vocab : {50, 500}) {
+    const std::int64_t tokens = 12000;
     auto table = test::random_matrix<float>(vocab, dim);
     for (const std::size_t threshold : test::store_thresholds)
-    for (const std::int64_t bad_id : {std::int64_t{50}, std::int64_t{-1}, std::int64_t{1} << 40}) {
+    for (const std::int64_t first_bad : {1234, 7000})
+    for (const std::int64_t bad_id : {vocab, std::int64_t{-1}, std::int64_t{1} << 40}) {
       CAPTURE(dim);
+      CAPTURE(vocab);
       CAPTURE(threshold);
+      CAPTURE(first_bad);
       CAPTURE(bad_id);
       test::StreamingThreshold stores(threshold);
       test::Vector<std::int64_t> ids("ids", tokens);
       fill_integers(Exec(), ids, test::next_seed(), 0, vocab - 1);
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids);
-      h(1234) = bad_id;
-      h(1999) = bad_id;
+      h(first_bad) = bad_id;
+      h(tokens - 1) = bad_id;
       Kokkos::deep_copy(ids, h);
       auto out = test::poisoned_matrix<float>(tokens, dim);
       CHECK_THROWS_WITH_AS(rooftop::embedding(Exec(), table, ids, out),
-                           ("embedding: ids(1234) is " + std::to_string(bad_id) + ", outside the table's 50 rows (table is 50x" +
-                            std::to_string(dim) + ")").c_str(),
+                           ("embedding: ids(" + std::to_string(first_bad) + ") is " + std::to_string(bad_id) + ", outside the table's " +
+                            std::to_string(vocab) + " rows (table is " + std::to_string(vocab) + "x" + std::to_string(dim) + ")").c_str(),
                            rooftop::Error);
       // Good tokens were gathered; bad ones are zero, not garbage.
       const auto ho = host(out), ht = host(table);
       std::int64_t wrong = 0;
       for (std::int64_t t = 0; t < tokens; ++t)
         for (std::int64_t c = 0; c < dim; ++c)
-          wrong += ho[t * dim + c] != (t == 1234 || t == 1999 ? 0.0 : ht[h(t) * dim + c]);
+          wrong += ho[t * dim + c] != (t == first_bad || t == tokens - 1 ? 0.0 : ht[h(t) * dim + c]);
       CHECK(wrong == 0);
     }
   }
