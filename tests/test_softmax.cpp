@@ -266,6 +266,7 @@ TEST_CASE_TEMPLATE("softmax row runs (host): each row written out beside the nex
           hx(3, c) = T(c % 2 ? 1e4f : -1e4f);                     // huge logits
           hx(4, c) = T(1e10f);                                    // the max subtracted first
           hx(5, c) = T(5e7f - 4.0f * static_cast<float>(c % 4));  // large, close together
+          hx(9, c) = T(-100.0f - static_cast<float>(c % 5));      // all below 0 (a max from 0 misses them)
           hx(10, c) = T(-3e9f + 256.0f * static_cast<float>(c % 2));
         }
         hx(7, 5) = T(nan);
