@@ -414,14 +414,25 @@ struct LayerStats {
 /// weight and bias the library's rows ran at 64-72. 2-byte rows in pairs ran 0.77-1.05x from
 /// memory (bf16 rows of 4096 0.77x; in L2 as fast as one at a time), and rmsnorm's fp32 rows
 /// with a weight through the runs in pairs, against row by row, 0.93-1.08x: both stay one row
-/// at a time.
+/// at a time, but for layernorm's 2-byte rows of up to 2 KB (since the sixty-ninth session),
+/// where what each row costs beyond its values (the statistics' reductions, square root and
+/// division, a chain of dependent steps) is a large share and two rows' chains overlap.
+/// Granite Rapids VM, 2 threads, the harness (with weight and bias), GB/s: layernorm rows of
+/// 768, two alternations with one row at a time, from memory bf16 39.1-39.6 -> 41.0-41.7, fp16
+/// 39.0-39.4 -> 41.9-42.3, in cache (2M values) bf16 46.9-47.0 -> 52.5-53.1, fp16 45.6-46.8 ->
+/// 51.8-53.4, and two with the build before, from memory bf16 37.9-39.4 -> 41.4-42.8, fp16
+/// 40.5-40.9 -> 41.3-42.2; layernorm rows of 4096 from memory 0.92-0.97x, of 32768
+/// 0.96-1.03x; rmsnorm rows of 768 (a shorter chain: one sum, no second pass) bf16 1.01-1.04x,
+/// fp16 0.88-0.97x.
 template <class Exec, class X, class Y, class W, class B, class Stats>
 void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, const W& weight, const B& bias,
                    const RowPlan& plan, const Stats& stats) {
   using XT = std::remove_const_t<typename X::value_type>;
   using T = typename Y::value_type;
   const auto rows = static_cast<std::int64_t>(x.extent(0)), cols = static_cast<std::int64_t>(x.extent(1));
-  const bool pairs = sizeof(XT) == 4 && (weight.extent(0) != 0 || bias.extent(0) != 0);
+  constexpr bool layer = std::is_same_v<Stats, LayerStats>;
+  const bool pairs = (sizeof(XT) == 4 || (layer && cols * static_cast<std::int64_t>(sizeof(XT)) <= 2048)) &&
+                     (weight.extent(0) != 0 || bias.extent(0) != 0);
   const NormStores stores = plan.stream ? NormStores::streamed : NormStores::lines;
   constexpr bool wide_w = widens_norm_param<W>, wide_b = widens_norm_param<B>, wide = wide_w || wide_b;
   RowPlan run_plan = plan;
@@ -476,12 +487,11 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
           step(One{}, None{}, row, s, ww, wb);
           return;
         }
-        if constexpr (sizeof(XT) == 4) {  // pairs of rows (an odd run's first row alone)
-          if ((last - first) % 2) step(One{}, Two{}, row++, s, ww, wb);
-          else s[1] = stats.whole(&x(first + 1, 0), cols);
-          for (; row + 2 < last; row += 2) step(Two{}, Two{}, row, s, ww, wb);
-          step(Two{}, None{}, row, s, ww, wb);
-        }
+        // Pairs of rows (an odd run's first row alone).
+        if ((last - first) % 2) step(One{}, Two{}, row++, s, ww, wb);
+        else s[1] = stats.whole(&x(first + 1, 0), cols);
+        for (; row + 2 < last; row += 2) step(Two{}, Two{}, row, s, ww, wb);
+        step(Two{}, None{}, row, s, ww, wb);
       },
       run_plan);
 }
