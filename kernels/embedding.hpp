@@ -74,14 +74,14 @@ std::unique_ptr<std::int64_t[]> tokens_by_bucket(const Exec& exec, const Ids& id
     const std::int64_t id = ids(t);
     return id >= 0 && id < vocab ? id >> shift : bad;
   };
-  auto stretch = [=](const std::int64_t q) { return std::make_pair(tokens * q / parts, tokens * (q + 1) / parts); };
+  auto begin = [=](const std::int64_t q) { return tokens * q / parts; };  // stretch q: [begin(q), begin(q + 1))
   std::vector<std::int64_t> at(static_cast<std::size_t>(parts * buckets), 0), first(static_cast<std::size_t>(parts), first_bad);
   std::int64_t* const counts = at.data();
   std::int64_t* const first_of = first.data();
   using Policy = Kokkos::RangePolicy<Exec, Kokkos::Schedule<Kokkos::Static>>;
   Kokkos::parallel_for("rooftop::embedding_count", Policy(exec, 0, parts), [=](const std::int64_t q) {
     std::int64_t* const count = counts + q * buckets;
-    for (std::int64_t t = stretch(q).first; t < stretch(q).second; ++t) {
+    for (std::int64_t t = begin(q), end = begin(q + 1); t < end; ++t) {
       const std::int64_t b = bucket(t);
       if (b == bad && t < first_of[q]) first_of[q] = t;
       ++count[b];
@@ -100,7 +100,7 @@ std::unique_ptr<std::int64_t[]> tokens_by_bucket(const Exec& exec, const Ids& id
   std::int64_t* const placed = order.get();
   Kokkos::parallel_for("rooftop::embedding_place", Policy(exec, 0, parts), [=](const std::int64_t q) {
     std::int64_t* const next = counts + q * buckets;
-    for (std::int64_t t = stretch(q).first; t < stretch(q).second; ++t) placed[next[bucket(t)]++] = t;
+    for (std::int64_t t = begin(q), end = begin(q + 1); t < end; ++t) placed[next[bucket(t)]++] = t;
   });
   exec.fence();
   return order;
