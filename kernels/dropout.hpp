@@ -36,8 +36,10 @@ struct DropoutMask {
   bool keep_any = true;         // false for p = 1 (and p within 2^-17 of 1)
   float scale = 1;              // 1 / keep_probability() (0 where nothing is kept)
 
-  /// Mask for drop probability p (in [0, 1]) and `seed`; elements are numbered from `offset`.
-  DropoutMask(double p, std::uint64_t seed, std::uint64_t offset) : offset_(offset) {
+  /// Mask for drop probability p and `seed`; elements are numbered from `offset`. Throws
+  /// rooftop::Error (naming `op`) if p is outside [0, 1] or NaN.
+  DropoutMask(double p, std::uint64_t seed, std::uint64_t offset, const char* op = "DropoutMask") : offset_(offset) {
+    ROOFTOP_REQUIRE(p >= 0 && p <= 1, op, "drop probability p is ", p, ", expected 0 <= p <= 1");
     // splitmix64 of the seed: nearby seeds give unrelated keys.
     std::uint64_t z = seed + 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -511,9 +513,6 @@ struct GeluDropout {
   }
 };
 
-inline void require_probability(const char* op, double p) {
-  ROOFTOP_REQUIRE(p >= 0 && p <= 1, op, "drop probability p is ", p, ", expected 0 <= p <= 1");
-}
 }  // namespace detail
 
 // ---- dropout ---------------------------------------------------------------------------------
@@ -528,8 +527,7 @@ on_exec_space_t<Exec> dropout(const Exec& exec, const X& x, const Y& y, double p
   using T = typename Y::value_type;
   mandate_fp32_math<T>();
   detail::require_same_shape("dropout", "x", x, "y", y);
-  detail::require_probability("dropout", p);
-  const DropoutMask mask(p, seed, offset);
+  const DropoutMask mask(p, seed, offset, "dropout");
   const auto n = static_cast<std::int64_t>(x.extent(0));
 #if defined(ROOFTOP_HAS_MAP_LINES)
   // Contiguous outputs on AVX-512 and AVX2 hosts: a cache line at a time in registers
@@ -598,8 +596,7 @@ constexpr Cost dropout_cost(std::int64_t n) { return detail::unary_cost<T>(n, 1)
 template <class Exec, class X, class B, class Y>
 on_exec_space_t<Exec> bias_gelu_dropout(const Exec& exec, const X& x, const B& bias, const Y& y, double p,
                                         std::uint64_t seed, std::uint64_t offset = 0, Gelu form = Gelu::tanh) {
-  detail::require_probability("bias_gelu_dropout", p);
-  const DropoutMask mask(p, seed, offset);
+  const DropoutMask mask(p, seed, offset, "bias_gelu_dropout");
   const auto cols = static_cast<std::uint64_t>(x.extent(1));  // (rows, cols), checked by map_rows_with_bias
   ROOFTOP_REQUIRE(cols <= 0xffffffffu, "bias_gelu_dropout", "x is ", shape_of(x),
                   ", rows longer than 2^32 - 1 are not supported");

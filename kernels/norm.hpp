@@ -17,6 +17,14 @@
 /// fp16 weight and bias widened into an fp32 copy once per call, large outputs streamed through
 /// RowTeam::write. On GPUs rows are held in registers (core/register_rows.hpp): rows of up to
 /// 16384 entries are read once and written once. x and y may be the same View.
+///
+/// Rows that normalize to nothing get a scale of 0, so layernorm gives the bias and rmsnorm 0
+/// (times the weight): a constant row with eps = 0 (var + eps = 0, where 1 / sqrt would give
+/// 0 * Inf = NaN; for eps > 0 the same row's scale is finite and its output the bias too), and
+/// a finite row whose squares' sum overflows fp32 (layernorm: squared deviations past FLT_MAX;
+/// rmsnorm: a sum of squares past FLT_MAX, entries from about sqrt(FLT_MAX / cols), 2.9e17 at
+/// 4096 columns). A NaN entry makes its row NaN, and so does an infinite one in layernorm; in
+/// rmsnorm an infinite entry gives its row a scale of 0: that entry NaN, the others 0.
 #pragma once
 
 #include "../core/cost.hpp"
@@ -65,6 +73,10 @@ inline constexpr bool vector_norm_rows =
     false;
 #endif
 
+/// A norm's scale 1 / sqrt(v) for v = var + eps (or mean(x^2) + eps): 0 where v is 0, a
+/// constant row with eps = 0 (see the file's comment), and where v is +Inf.
+KOKKOS_FORCEINLINE_FUNCTION float norm_scale(float v) { return v == 0.0f ? 0.0f : 1.0f / compat::sqrt(v); }
+
 /// LayerNorm's mean and 1 / sqrt(var + eps) of a row from mean0 (its sum times inv_cols) and
 /// dev, the sums of the deviations from mean0 and of their squares; `deviations(from)` gives
 /// those sums from another value. Their own sum corrects the rounding of mean0 (a constant row
@@ -95,7 +107,7 @@ KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, SumPair dev, float
   }
   mean = mean0 + dev.a * inv_cols;
   const float var = dev.b == inf ? inf : (dev.b - cancelled) * inv_cols;
-  rstd = 1.0f / compat::sqrt((var < 0 ? 0.0f : var) + eps);
+  rstd = norm_scale((var < 0 ? 0.0f : var) + eps);
 }
 
 /// A row's mean0 (layernorm_statistics) from the sum of its entries; where that sum overflows
@@ -131,7 +143,7 @@ struct NormRegisterRows {
     sum = r.all(sum, 0.0f, Plus{});
     float shift = 0.0f, scale;
     if constexpr (rms) {
-      scale = 1.0f / compat::sqrt(sum * inv_cols + eps);
+      scale = norm_scale(sum * inv_cols + eps);
     } else {
       const float mean0 = layernorm_mean0(sum, inv_cols, [&] {
         float scaled = 0.0f;
@@ -208,13 +220,28 @@ inline constexpr bool widens_norm_param =
     false;
 #endif
 
-/// p[0, cols) as floats into out, in the order norm_rows_out<G, true> loads them for rows of XT
-/// into T: where norm_pairs, each sixteen values' even ones, then their odd ones (cols a
-/// multiple of 16, as whole-line 2-byte rows are), else in order.
-template <class XT, class T, class P>
-[[gnu::always_inline]] inline void widen_norm_param(const P* p, float* out, std::int64_t cols) {
-#if defined(ROOFTOP_HAS_AVX2_LANES)
+/// Whether norm_rows_out<G, wide> takes rows of XT into T in pairs (norm_pairs) with this weight
+/// and bias: each must be empty or load in pairs too (bf16, or where `wide` a 2-byte copy that
+/// widen_norm_param made in pair order). With an fp32 weight or bias the rows go in order, and
+/// so must the other parameter's widened copy.
+template <bool wide, class P>
+inline constexpr bool norm_param_pairs = (wide && widens_norm_param<P>) || std::is_same_v<std::remove_const_t<typename P::value_type>, bf16>;
+template <bool wide, class XT, class T, class W, class B>
+inline bool norm_in_pairs([[maybe_unused]] const W& weight, [[maybe_unused]] const B& bias) {
   if constexpr (norm_pairs<XT, T>) {
+    return (norm_param_pairs<wide, W> || weight.extent(0) == 0) && (norm_param_pairs<wide, B> || bias.extent(0) == 0);
+  } else {
+    return false;
+  }
+}
+
+/// p[0, cols) as floats into out, in the order norm_rows_out<G, true> loads them: where
+/// `in_pairs` (norm_in_pairs), each sixteen values' even ones, then their odd ones (cols a
+/// multiple of 16, as whole-line 2-byte rows are), else in order.
+template <class P>
+[[gnu::always_inline]] inline void widen_norm_param(const P* p, float* out, std::int64_t cols, [[maybe_unused]] bool in_pairs) {
+#if defined(ROOFTOP_HAS_AVX2_LANES)
+  if (in_pairs) {
     for (std::int64_t c = 0; c < cols; c += 2 * cpu::float_lanes) {
       if constexpr (std::is_same_v<std::remove_const_t<P>, bf16>) {
         const cpu::Bf16Pairs v = cpu::load_pairs(p + c);
@@ -264,15 +291,14 @@ template <int G, bool wide = false, class XT, class T, class W, class B, class B
     if (at % 64 < cpu::float_lanes * next.element_bytes) next.line(at);
   };
 #if defined(ROOFTOP_HAS_AVX2_LANES)
-  constexpr bool w_pairs = w_wide || std::is_same_v<std::remove_const_t<typename W::value_type>, bf16>;
-  constexpr bool b_pairs = b_wide || std::is_same_v<std::remove_const_t<typename B::value_type>, bf16>;
+  constexpr bool w_pairs = norm_param_pairs<wide, W>, b_pairs = norm_param_pairs<wide, B>;
   if constexpr (norm_pairs<XT, T>) {
     // bf16 rows (and weight and bias, where given) on AVX2: sixteen at a time in pairs of
     // registers (cpu::load_pairs), the statistics too (cpu::detail::fold_row). Zen 3 VM, one
     // process alternating with the in-order lanes, best GB/s, 2 threads: layernorm 10922x4096
     // 10.2-11.1 -> 17.3-20.4 (two runs), 58254x768 9.1 -> 16.8, 1365x32768 12.1 -> 23.3;
     // rmsnorm 13.2-13.7 -> 21.9-22.2, 11.2 -> 19.8, 15.7 -> 27.2.
-    if ((w_pairs || !w) && (b_pairs || !b)) {
+    if (norm_in_pairs<wide, XT, T>(weight, bias)) {
       auto bits = [&](const std::int64_t c) __attribute__((always_inline)) {
         cpu::Bf16Pairs pw{}, pb{};
         if constexpr (w_wide) {
@@ -343,11 +369,11 @@ struct RmsStats {
   [[gnu::always_inline]] Fold start(const T*, std::int64_t) const { return {}; }
   template <class T>
   [[gnu::always_inline]] NormScale finish(const Fold& f, const T*, std::int64_t) const {
-    return {0.0f, 1.0f / compat::sqrt(f.sum() * inv_cols + eps)};
+    return {0.0f, norm_scale(f.sum() * inv_cols + eps)};
   }
   template <class T>
   [[gnu::always_inline]] NormScale whole(const T* in, std::int64_t cols) const {
-    return {0.0f, 1.0f / compat::sqrt(cpu::row_sum_squares(in, cols) * inv_cols + eps)};
+    return {0.0f, norm_scale(cpu::row_sum_squares(in, cols) * inv_cols + eps)};
   }
 };
 
@@ -435,6 +461,7 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
                      (weight.extent(0) != 0 || bias.extent(0) != 0);
   const NormStores stores = plan.stream ? NormStores::streamed : NormStores::lines;
   constexpr bool wide_w = widens_norm_param<W>, wide_b = widens_norm_param<B>, wide = wide_w || wide_b;
+  const bool in_pairs = norm_in_pairs<wide, XT, T>(weight, bias);  // the order of the widened copies
   RowPlan run_plan = plan;
   run_plan.scratch_floats = cols * ((wide_w && weight.extent(0) != 0) + (wide_b && bias.extent(0) != 0));
   // Rows [row, row + n) written side by side from their scales s, while the statistics of the
@@ -474,10 +501,10 @@ void norm_row_runs(const char* label, const Exec& exec, const X& x, const Y& y, 
         const float *ww = nullptr, *wb = nullptr;
         float* free = scratch;
         if constexpr (wide_w) {
-          if (weight.extent(0) != 0) widen_norm_param<XT, T>(weight.data(), free, cols), ww = free, free += cols;
+          if (weight.extent(0) != 0) widen_norm_param(weight.data(), free, cols, in_pairs), ww = free, free += cols;
         }
         if constexpr (wide_b) {
-          if (bias.extent(0) != 0) widen_norm_param<XT, T>(bias.data(), free, cols), wb = free;
+          if (bias.extent(0) != 0) widen_norm_param(bias.data(), free, cols, in_pairs), wb = free;
         }
         NormScale s[2];
         s[0] = stats.whole(&x(first, 0), cols);
@@ -564,7 +591,7 @@ on_exec_space_t<Exec> layernorm(const Exec& exec, const X& x, const Y& y, double
 #if defined(ROOFTOP_HAS_VECTOR_ROWS)
     if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, B>) {
       const auto plan = detail::plan_vector_rows<Exec, true>(y, vector_layout, 0);
-      if (detail::rows_line_up<X, Y> && detail::layer_rows_beside<typename X::value_type>(cols) && vector_layout &&
+      if (detail::rows_line_up<X, Y> && detail::layer_rows_beside<std::remove_const_t<typename X::value_type>>(cols) && vector_layout &&
           detail::whole_line_rows(y))
         return detail::norm_row_runs("rooftop::layernorm", exec, x, y, weight, bias, detail::run_plan(plan, exec, y),
                                      detail::LayerStats{inv_cols, e});
@@ -677,7 +704,7 @@ on_exec_space_t<Exec> rmsnorm(const Exec& exec, const X& x, const Y& y, double e
                                // (RmsStats::whole's operations written out: through it, GCC's code
                                // for these rows ran slower, fp32 85x768 in L2, one thread, a
                                // scratch program: 4.6-4.8 us this way, 5.0-5.1 through it.)
-                               const float rrms = 1.0f / compat::sqrt(cpu::row_sum_squares(in, cols) * inv_cols + e);
+                               const float rrms = detail::norm_scale(cpu::row_sum_squares(in, cols) * inv_cols + e);
                                detail::norm_vector_row(r, x, y, detail::NormScale{0.0f, rrms}, weight, no_bias);
                                return;
                              }
@@ -691,7 +718,7 @@ on_exec_space_t<Exec> rmsnorm(const Exec& exec, const X& x, const Y& y, double e
                                  return v * v;
                                },
                                detail::Plus{});
-                           const float rrms = 1.0f / compat::sqrt(squares * inv_cols + e);
+                           const float rrms = detail::norm_scale(squares * inv_cols + e);
                            if (has_weight) {
                              r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms * float(weight(c)); }, r.next_row_of(x));
                            } else {

@@ -119,11 +119,16 @@ TEST_CASE("activations of special values: +-0, +-Inf, NaN, huge") {
   CHECK(r[3] == 0.0);
   for (const auto* out : {&g, &e, &s}) {
     CHECK(std::signbit((*out)[1]));  // f(-0) = -0: x times a gate
-    CHECK((*out)[3] == 0.0);  // f(-Inf) = -0: x / (1 + e^Inf)
+    CHECK((*out)[3] == 0.0);  // f(-Inf) = 0 (signs below)
     CHECK(std::abs((*out)[6]) == 0.0);
     CHECK(std::abs((*out)[10]) < 1e-30);
   }
   CHECK(s[8] == doctest::Approx(-88.0 / (1 + std::exp(88.0))).epsilon(1e-5));
+  // At -Inf the tanh form and silu gate x / (1 + 2^z), z = +Inf, to +0; the erf form's
+  // max(x, 0) - |x| Phi(-|x|) keeps x's sign: -0.
+  CHECK(!std::signbit(g[3]));
+  CHECK(!std::signbit(s[3]));
+  CHECK(std::signbit(e[3]));
 }
 
 TEST_CASE_TEMPLATE("relu, gelu (both forms) and silu equal the scalar functions bit for bit, wherever an element falls"

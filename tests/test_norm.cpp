@@ -103,11 +103,13 @@ TEST_CASE_TEMPLATE("layernorm and rmsnorm match float64, with and without weight
 }
 
 namespace {
-/// layernorm and rmsnorm from X's storage into Y's, with weight and bias of P, against float64:
-/// rows of whole lines, enough of them that each thread's run holds several (the host's row runs
-/// fold the next row beside each output line, which must count a line of output as the same
-/// values of input, and widen 2-byte parameters once per run in the order their rows load them).
-template <class X, class Y, class P = float>
+/// layernorm and rmsnorm from X's storage into Y's, with a weight of P and a bias of PB, against
+/// float64: rows of whole lines, enough of them that each thread's run holds several (the host's
+/// row runs fold the next row beside each output line, which must count a line of output as the
+/// same values of input, and widen 2-byte parameters once per run in the order their rows load
+/// them: on AVX2 hosts bf16 rows go in pairs, the even values then the odd, unless a parameter
+/// is fp32).
+template <class X, class Y, class P = float, class PB = P>
 void check_across_types() {
   for (const std::size_t threshold : test::store_thresholds)
   for (const std::int64_t cols : {64, 768, 4096}) {
@@ -116,7 +118,8 @@ void check_across_types() {
     test::StreamingThreshold stores(threshold);
     const std::int64_t rows = 64;
     auto x = test::random_matrix<X>(rows, cols, 2, 4);
-    auto w = test::random_vector<P>(cols, 0.5, 1.5), b = test::random_vector<P>(cols, -1, 1);
+    auto w = test::random_vector<P>(cols, 0.5, 1.5);
+    auto b = test::random_vector<PB>(cols, -1, 1);
     const auto hx = host(x);
     auto y = test::poisoned_matrix<Y>(rows, cols);
     rooftop::layernorm(Exec(), x, y, 1e-5, w, b);
@@ -138,6 +141,9 @@ TEST_CASE("layernorm and rmsnorm from one storage type into another match float6
   SUBCASE("fp16 -> fp16, bf16 weight and bias") { check_across_types<fp16, fp16, bf16>(); }
   SUBCASE("bf16 -> fp16, bf16 weight and bias") { check_across_types<bf16, fp16, bf16>(); }
   SUBCASE("bf16 -> bf16, fp32 weight and bias") { check_across_types<bf16, bf16, float>(); }
+  SUBCASE("bf16 -> bf16, bf16 weight, fp32 bias") { check_across_types<bf16, bf16, bf16, float>(); }
+  SUBCASE("bf16 -> bf16, fp32 weight, fp16 bias") { check_across_types<bf16, bf16, float, fp16>(); }
+  SUBCASE("bf16 -> bf16, fp16 weight, bf16 bias") { check_across_types<bf16, bf16, fp16, bf16>(); }
 }
 
 TEST_CASE_TEMPLATE("layernorm: rows with outliers at the start, in the middle and at the end", T, ROOFTOP_ML_DTYPES) {
@@ -215,6 +221,34 @@ TEST_CASE_TEMPLATE("constant rows (zero variance): layernorm gives the bias, rms
   y = test::poisoned_matrix<T>(rows, cols);
   rooftop::rmsnorm(Exec(), x, y, 0.0);
   for (double v : host(y)) REQUIRE(v == doctest::Approx(1.0).epsilon(4 * epsilon<T>()));
+}
+
+TEST_CASE_TEMPLATE("eps = 0: rows of one exact value give the bias (layernorm), zero rows 0 (rmsnorm)", T, ROOFTOP_ML_DTYPES) {
+  // var + eps = 0 exactly: scale 0 (detail::norm_scale), where 1 / sqrt gave 0 * Inf = NaN. Rows
+  // 0 and 3 random, 1 all 0.5, 2 all 0; rows of 13 (portable), 768 and 4096 (vector rows and
+  // the host's row runs), plain and streaming stores.
+  for (const std::size_t threshold : test::store_thresholds)
+    for (const std::int64_t cols : {13, 768, 4096}) {
+      CAPTURE(threshold);
+      CAPTURE(cols);
+      test::StreamingThreshold stores(threshold);
+      auto x = test::random_matrix<T>(4, cols, -3, 3);
+      Kokkos::deep_copy(Kokkos::subview(x, 1, Kokkos::ALL), T(0.5f));
+      Kokkos::deep_copy(Kokkos::subview(x, 2, Kokkos::ALL), T(0.0f));
+      auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+      const auto hx = host(x), hw = host(w), hb = host(b);
+      for (const bool rms : {false, true}) {
+        CAPTURE(rms);
+        auto y = test::poisoned_matrix<T>(4, cols);
+        if (rms) rooftop::rmsnorm(Exec(), x, y, 0.0, w);
+        else rooftop::layernorm(Exec(), x, y, 0.0, w, b);
+        const auto hy = host(y);
+        auto want = normalize_rows(hx, cols, 0.0, rms);
+        for (std::int64_t c = 0; c < cols; ++c) want[cols + c] = rms ? 1.0 : 0.0, want[2 * cols + c] = 0.0;
+        check_norm<T>(want, cols, hw, rms ? std::vector<double>{} : hb, hy);
+        for (std::int64_t c = 0; c < cols; ++c) REQUIRE(hy[2 * cols + c] == (rms ? 0.0 : hb[c]));
+      }
+    }
 }
 
 namespace {
@@ -594,6 +628,7 @@ TEST_CASE("preconditions: norms name the op and extents") {
   CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), x, x, 1e-5, w8, w7),
                        "layernorm: x is 4x8 but bias is 7 (expected 8 or 0 for none)", rooftop::Error);
   CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), x, x, -1.0), "layernorm: eps is -1, expected >= 0", rooftop::Error);
+  CHECK_THROWS_AS(rooftop::rmsnorm(Exec(), x, x, std::nan("")), rooftop::Error);  // NaN is not >= 0
   CHECK_THROWS_WITH_AS(rooftop::rmsnorm(Exec(), x, y), "rmsnorm: x is 4x8 but y is 4x7", rooftop::Error);
   CHECK_THROWS_WITH_AS(rooftop::rmsnorm(Exec(), x, x, 1e-6, w7), "rmsnorm: x is 4x8 but weight is 7 (expected 8 or 0 for none)",
                        rooftop::Error);
