@@ -98,9 +98,10 @@ OpInstance make(const Exec& exec, const Shape& s, bool causal, std::uint64_t see
   fill_uniform(exec, flat(q), seed, -1, 1);
   fill_uniform(exec, flat(k), seed + 1, -1, 1);
   fill_uniform(exec, flat(v), seed + 2, -1, 1);
-  fill_nan(exec, flat(o));
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   OpInstance op;
+  op.poison = [=] { fill_nan(exec, flat(o)); };
+  op.poison();
   op.cost = cost<T>(s, causal);
   op.shape = s;
   // Every product on GPUs' tensor cores (bf16, fp16) or AVX512-BF16 hosts' pair dot products

@@ -7,8 +7,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <random>
+#include <set>
+#include <string>
 
 using namespace rooftop;
 using namespace rooftop::harness;
@@ -17,10 +22,13 @@ namespace {
 
 /// Benchmarks whose output failed verification (main's exit status).
 int failed = 0;
+/// The inputs' seed: fresh each run (std::random_device), or ROOFTOP_BENCH_SEED's to replay a run;
+/// in the output's context either way.
+std::uint64_t inputs_seed = 0;
 
 void run_op(benchmark::State& state, const OpSpec* spec, DType dtype, const Shape& shape, const Ceilings* ceilings) {
   Exec exec;
-  OpInstance inst = spec->make(exec, dtype, shape, 0x5eed + static_cast<std::uint64_t>(shape[0]));
+  OpInstance inst = spec->make(exec, dtype, shape, inputs_seed + static_cast<std::uint64_t>(shape[0]));
   inst.run();  // warm-up (first touch, caches)
   double seconds = 0;  // the manual times' sum
   for (auto _ : state) {
@@ -28,7 +36,7 @@ void run_op(benchmark::State& state, const OpSpec* spec, DType dtype, const Shap
     state.SetIterationTime(t);
     seconds += t;
   }
-  const std::string error = inst.verify();
+  const std::string error = verify_fresh_run(exec, inst);
   if (!error.empty()) {
     ++failed;
     state.SkipWithError(error.c_str());
@@ -51,6 +59,17 @@ int main(int argc, char** argv) {
   const std::string pages = use_huge_pages_for_host_views();  // as the harness does by default
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;  // a misspelt filter would run everything
+  if (const char* replay = std::getenv("ROOFTOP_BENCH_SEED")) {
+    char* end = nullptr;
+    inputs_seed = std::strtoull(replay, &end, 10);
+    if (*replay == '\0' || *end != '\0') {
+      std::fprintf(stderr, "rooftop_bench: ROOFTOP_BENCH_SEED=%s is not a decimal number\n", replay);
+      return 2;
+    }
+  } else {
+    std::random_device entropy;
+    inputs_seed = (static_cast<std::uint64_t>(entropy()) << 32) | entropy();
+  }
   Exec exec;
   std::fprintf(stderr, "rooftop_bench: measuring ceilings (quick)...\n");
   static const Ceilings ceilings = [&] {
@@ -62,6 +81,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("kokkos_version", compat::kokkos_version());
   benchmark::AddCustomContext("concurrency", std::to_string(compat::concurrency(exec)));
   benchmark::AddCustomContext("pages", pages);
+  benchmark::AddCustomContext("seed", std::to_string(inputs_seed));
   if constexpr (rooftop::detail::host_streams<Exec>)
     benchmark::AddCustomContext("host_outputs", host_outputs_text(host_streaming_threshold<Exec>()));
   benchmark::AddCustomContext("ceiling_dram_gbs", std::to_string(ceilings.dram()));
@@ -74,13 +94,16 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("ceiling_fp16_matrix_gflops", std::to_string(ceilings.peak_gflops_fp16_matrix));
   benchmark::AddCustomContext("launch_overhead_us", std::to_string(ceilings.launch_overhead_us));
 
-  // One table: ops x dtypes x the harness's working sets (cache-resident and main memory).
+  // One table: ops x dtypes x the harness's working sets (cache-resident and main memory), each
+  // shape once (shapes clamped to a size can coincide across working sets).
+  std::set<std::string> registered;
   for (const OpSpec& spec : op_table())
     for (DType d : spec.dtypes)
       for (double ws : {cache_working_set(ceilings.llc_bytes), main_memory_working_set(ceilings.llc_bytes)}) {
         if (!spec.cache_sizes && ws < main_memory_working_set(ceilings.llc_bytes)) continue;
         for (const Shape& shape : spec.shapes_for(d, ws)) {
           const std::string name = spec.name + "/" + dtype_name(d) + "/" + shape_string(shape);
+          if (!registered.insert(name).second) continue;
           benchmark::RegisterBenchmark(name.c_str(), run_op, &spec, d, shape, &ceilings)->UseManualTime()->Unit(benchmark::kMicrosecond);
         }
       }

@@ -88,11 +88,12 @@ OpInstance product(const Exec& exec, const Shape& shape, std::uint64_t seed, boo
   Matrix<T> a("rooftop::a", m, k), b("rooftop::b", b_transposed ? n : k, b_transposed ? k : n), c("rooftop::c", m, n);
   fill_uniform(exec, flat(a), seed, -1, 1);
   fill_uniform(exec, flat(b), seed + 1, -1, 1);
-  fill_nan(exec, flat(c));  // beta = 0: must not leak into C
   const Trans tb = b_transposed ? Trans::transpose : Trans::none;
   // The host's skinny paths (m <= 8) run fp32 FMAs, not the bf16 pairs.
   const bool skinny = rooftop::detail::on_host<Exec> && m <= rooftop::detail::skinny_gemm_rows;
   OpInstance op;
+  op.poison = [=] { fill_nan(exec, flat(c)); };  // beta = 0: must not leak into C
+  op.poison();
   op.cost = gemm_cost<T>(m, n, k);
   op.matrix_units = gemm_uses_matrix_units<Exec, T, T> || (gemm_uses_bf16_pairs<Exec, T, T> && !skinny);
   op.shape = shape;

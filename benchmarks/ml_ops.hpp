@@ -57,8 +57,9 @@ template <class T, class Run, class Ref>
 OpInstance unary(const Exec& exec, std::int64_t n, std::uint64_t seed, Cost cost, Run run, Ref reference, double fp32_ulps) {
   Vector<T> x("rooftop::x", n), y("rooftop::y", n);
   fill_uniform(exec, x, seed, -4, 4);
-  fill_nan(exec, y);
   OpInstance op;
+  op.poison = [=] { fill_nan(exec, y); };
+  op.poison();
   op.cost = cost;
   op.shape = {n};
   op.streamable_output_bytes = view_bytes(y);
@@ -87,9 +88,10 @@ OpInstance bias_chain(const Exec& exec, const Shape& shape, std::uint64_t seed, 
   Vector<T> bias("rooftop::bias", cols);
   fill_uniform(exec, flat(x), seed, -4, 4);
   fill_uniform(exec, bias, seed + 1, -1, 1);
-  fill_nan(exec, flat(y));
   const DropoutMask mask(with_dropout ? dropout_p : 0.0, seed, 0);
   OpInstance op;
+  op.poison = [=] { fill_nan(exec, flat(y)); };
+  op.poison();
   op.cost = cost;
   op.shape = shape;
   op.streamable_output_bytes = view_bytes(y);
@@ -121,8 +123,9 @@ OpInstance rowwise(const Exec& exec, const Shape& shape, std::uint64_t seed, Cos
   fill_uniform(exec, flat(x), seed, lo, hi);
   fill_uniform(exec, w, seed + 1, 0.5, 1.5);
   fill_uniform(exec, b, seed + 2, -1, 1);
-  fill_nan(exec, flat(y));
   OpInstance op;
+  op.poison = [=] { fill_nan(exec, flat(y)); };
+  op.poison();
   op.cost = cost;
   op.shape = shape;
   op.streamable_output_bytes = view_bytes(y);
@@ -258,7 +261,6 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
           Vector<std::int64_t> ids("rooftop::ids", tokens);
           fill_uniform(e, flat(table), seed, -1, 1);
           fill_integers(e, ids, seed + 1, 0, static_cast<int>(vocab - 1));
-          fill_nan(e, flat(out));
           std::int64_t distinct_rows = 0;
           {
             const auto hid = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids);
@@ -267,6 +269,8 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
               if (!seen[hid(t)]) seen[hid(t)] = true, ++distinct_rows;
           }
           OpInstance op;
+          op.poison = [=] { fill_nan(e, flat(out)); };
+          op.poison();
           op.cost = embedding_cost<T, std::int64_t>(tokens, dim, distinct_rows);
           op.shape = s;
           op.streamable_output_bytes = view_bytes(out);

@@ -33,12 +33,25 @@ struct OpInstance {
   std::vector<std::int64_t> shape;
   std::function<void()> run;            // one call of the op
   std::function<std::string()> verify;  // "" if the last run's output is right, else what is wrong
+  std::function<void()> poison;         // sets the outputs to NaN (before a run that verify checks)
   bool matrix_units = false;            // its FLOPs run on the matrix units (Ceilings::peak_for)
   // Bytes of its output where its kernel may write it with streaming stores (host x86, from
   // streaming_store_threshold()); 0 for ops that never stream (reductions, gemm, attention,
   // spmv). --compare-stores times only results whose output reaches the threshold.
   double streamable_output_bytes = 0;
 };
+
+/// An op's output checked after its timed runs: one more run, untimed, from poisoned outputs
+/// (OpInstance::poison), then verify. What the warm-ups left cannot pass for a run that writes
+/// nothing. `run`: the instance's run, or a wrapper of it (a store setting).
+template <class Run>
+std::string verify_fresh_run(const Exec& exec, const OpInstance& op, const Run& run) {
+  op.poison();
+  run();
+  exec.fence();
+  return op.verify();
+}
+inline std::string verify_fresh_run(const Exec& exec, const OpInstance& op) { return verify_fresh_run(exec, op, op.run); }
 
 /// The bytes a View's elements span.
 template <class V>
@@ -74,15 +87,20 @@ struct OpSpec {
   /// When set, the shapes `--sizes n` means for such an op (e.g. an n^3 grid, an n x n GEMM).
   std::function<std::vector<Shape>(std::int64_t n)> shapes_of_size;
 
-  /// Shapes whose compulsory bytes are about `working_set` (at least one element or row).
+  /// Shapes whose compulsory bytes are about `working_set` (at least one element or row): the
+  /// bytes of one more element or row, after those paid once per call (a norm's weight and
+  /// bias), which would otherwise count as if every row paid them.
   std::vector<Shape> shapes_for(DType d, double working_set) const {
     if (shapes_at) return shapes_at(d, working_set);
     const auto& size_by = sizing ? sizing : cost;
-    if (row_lengths.empty())
-      return {{std::max<std::int64_t>(1, static_cast<std::int64_t>(working_set / size_by(d, {1}).bytes))}};
+    auto count = [&](auto shape_of_count) {
+      const double one = size_by(d, shape_of_count(1)).bytes, more = size_by(d, shape_of_count(2)).bytes - one;
+      const double each = more > 0 ? more : one;
+      return std::max<std::int64_t>(1, static_cast<std::int64_t>((working_set - (one - each)) / each));
+    };
+    if (row_lengths.empty()) return {{count([](std::int64_t n) { return Shape{n}; })}};
     std::vector<Shape> out;
-    for (std::int64_t cols : row_lengths)
-      out.push_back({std::max<std::int64_t>(1, static_cast<std::int64_t>(working_set / size_by(d, {1, cols}).bytes)), cols});
+    for (std::int64_t cols : row_lengths) out.push_back({count([cols](std::int64_t rows) { return Shape{rows, cols}; }), cols});
     return out;
   }
   /// Shapes of `n` elements in all (--sizes).
@@ -107,16 +125,17 @@ std::vector<double> to_host(const Vector<T>& v) {
 }
 
 /// Elementwise op with `inputs` input vectors (filled uniform in [-1, 1)) and one output
-/// (poisoned with NaN before the first run); `reference(a, b)` is the float64 result and
-/// `magnitude(a, b)` the sum of |terms| its rounding error is relative to.
+/// (poisoned with NaN before the first run and before the one verified); `reference(a, b)` is
+/// the float64 result and `magnitude(a, b)` the sum of |terms| its rounding error is relative to.
 template <class T, class Run, class Ref, class Mag>
 OpInstance elementwise(const Exec& exec, std::int64_t n, std::uint64_t seed, int inputs, Cost cost, Run run, Ref reference,
                        Mag magnitude) {
   Vector<T> a("rooftop::a", n), b("rooftop::b", inputs > 1 ? n : 0), out("rooftop::out", n);
   fill_uniform(exec, a, seed, -1, 1);
   if (inputs > 1) fill_uniform(exec, b, seed + 1, -1, 1);
-  fill_nan(exec, out);
   OpInstance op;
+  op.poison = [=] { fill_nan(exec, out); };
+  op.poison();
   op.cost = cost;
   op.shape = {n};
   op.streamable_output_bytes = view_bytes(out);
@@ -141,15 +160,20 @@ OpInstance elementwise(const Exec& exec, std::int64_t n, std::uint64_t seed, int
 
 /// Reduction over `inputs` vectors filled uniform in [0.5, 1.5) (positive, so the error bound
 /// relative to the sum is tight); `term(a, b)` is one float64 term, folded by a copy of `fold`
-/// (reference::Sum or reference::Max: add(term), value()).
+/// (reference::Sum or reference::Max: add(term), value()). A max must be exact, and its input
+/// holds one 2 at a place drawn from the seed: among ~n values within an ulp or two of 1.5 (in
+/// bf16 and fp16 many equal to it) a max over part of the input would pass otherwise.
 template <class T, class Run, class Term, class Fold>
 OpInstance reduction(const Exec& exec, std::int64_t n, std::uint64_t seed, int inputs, Cost cost, Run run, Term term,
                      Fold fold, bool sqrt_result, double accumulate_eps) {
+  constexpr bool exact = std::is_same_v<Fold, reference::Max>;
   Vector<T> a("rooftop::a", n), b("rooftop::b", inputs > 1 ? n : 0);
   fill_uniform(exec, a, seed, 0.5, 1.5);
   if (inputs > 1) fill_uniform(exec, b, seed + 1, 0.5, 1.5);
+  if (exact && n > 0) Kokkos::deep_copy(exec, Kokkos::subview(a, static_cast<std::int64_t>((seed * 0x9e3779b97f4a7c15ull >> 11) % static_cast<std::uint64_t>(n))), T(2.0f));
   auto result = std::make_shared<double>(std::nan(""));
   OpInstance op;
+  op.poison = [=] { *result = std::nan(""); };
   op.cost = cost;
   op.shape = {n};
   op.run = [=] { *result = static_cast<double>(run(exec, a, b)); };
@@ -162,7 +186,7 @@ OpInstance reduction(const Exec& exec, std::int64_t n, std::uint64_t seed, int i
     // Worst case of rooftop's folds (the deepest, sum's regions), relative to the result (all
     // terms are positive).
     const double depth = rooftop::detail::region_reduction_depth(n);
-    const double tol = (depth * accumulate_eps + 2 * epsilon<compute_t<T>>()) * std::abs(want);
+    const double tol = exact ? 0.0 : (depth * accumulate_eps + 2 * epsilon<compute_t<T>>()) * std::abs(want);
     if (!(std::abs(*result - want) <= tol)) {
       std::ostringstream msg;
       msg.precision(17);

@@ -52,7 +52,7 @@ struct AttentionTiles {
   static constexpr bool gpu = ReductionShape<Exec, float>::gpu;
   /// Queries per team (BQ), at most: halved (down to min_queries) until the team's scratch fits
   /// scratch_budget. CPU: a multiple of block_rows; at head_dim 64 all tiles take 165 KiB, at
-  /// 256 (BQ 24) 324 KiB, in L2.
+  /// 256 (BQ 48) 377 KiB, in L2.
   static constexpr std::int64_t queries = gpu ? 32 : 96;
   static constexpr std::int64_t min_queries = gpu ? 8 : 24;
   /// Keys per tile (BK). CPU: 128, so the per-row softmax overhead (two reductions, one exp for
@@ -714,58 +714,16 @@ void attention_host_columns(const Exec& exec, const Q& q, const K& k, const V& v
 }
 #endif
 
-}  // namespace detail
-
-/// O = softmax(scale * Q K^T, causal mask if `causal`) V for (batch, heads, seq_q, head_dim) Q
-/// and O and (batch, heads, seq_k, head_dim) K and V. Causal masks are top-left aligned (key
-/// j visible to query i iff j <= i, as PyTorch's is_causal). Throws rooftop::Error if the
-/// extents do not match or head_dim exceeds attention_max_head_dim.
-template <class Exec, class Q, class K, class V, class O>
-on_exec_space_t<Exec> attention(const Exec& exec, const Q& q, const K& k, const V& v, const O& o, float scale,
-                                bool causal) {
-  mandate_input<Exec, Q, 4>();
-  mandate_input<Exec, K, 4>();
-  mandate_input<Exec, V, 4>();
-  mandate_output<Exec, O, 4>();
+/// attention's portable driver (GPUs without matrix units for T, and hosts without the AVX2 and
+/// AVX-512 code of attention_host_columns): a team per block of Tiles::layout_for's BQ queries
+/// with its Q, K^T, V, score and accumulator tiles in team scratch. Its own entry point so that
+/// tests run it on every host (rooftop::attention takes the vector code where there is one).
+template <class Tiles, class Exec, class Q, class K, class V, class O>
+void attention_portable(const Exec& exec, const Q& q, const K& k, const V& v, const O& o, float scale, bool causal) {
   using T = typename O::value_type;
-  mandate_fp32_math<T>();
-  static_assert(std::is_same_v<typename Q::array_layout, Kokkos::LayoutRight> &&
-                    std::is_same_v<typename K::array_layout, Kokkos::LayoutRight> &&
-                    std::is_same_v<typename V::array_layout, Kokkos::LayoutRight> &&
-                    std::is_same_v<typename O::array_layout, Kokkos::LayoutRight>,
-                "attention: Q, K, V and O must be LayoutRight (head_dim contiguous)");
-  static_assert(std::is_same_v<typename Q::non_const_value_type, T> && std::is_same_v<typename K::non_const_value_type, T> &&
-                    std::is_same_v<typename V::non_const_value_type, T>,
-                "attention: Q, K, V and O differ in value type");
-  detail::require_same_shape("attention", "Q", q, "O", o);
-  detail::require_same_shape("attention", "K", k, "V", v);
-  detail::require_allocated("attention", "Q", q);
-  detail::require_allocated("attention", "K", k);
-  detail::require_allocated("attention", "V", v);
-  detail::require_distinct_elements("attention", "O", o);
-  ROOFTOP_REQUIRE(q.extent(0) == k.extent(0) && q.extent(1) == k.extent(1) && q.extent(3) == k.extent(3), "attention",
-                  "Q is ", shape_of(q), " but K is ", shape_of(k), " (batch, heads and head_dim must match)");
-  ROOFTOP_REQUIRE(static_cast<std::int64_t>(q.extent(3)) <= attention_max_head_dim, "attention", "head_dim is ",
-                  q.extent(3), ", more than the ", attention_max_head_dim, " supported");
-  if (o.size() == 0) return;
-  if constexpr (gemm_uses_matrix_units<Exec, T, T>) {
-    if (detail::attention_uses_matrix_units<Exec, T>(q.extent(3))) {
-      if (q.extent(3) == 64) return detail::attention_matrix_units<64, detail::MatrixAttentionTiles<64>>(exec, q, k, v, o, scale, causal);
-      return detail::attention_matrix_units<128, detail::MatrixAttentionTiles<128>>(exec, q, k, v, o, scale, causal);
-    }
-  }
-
-#if defined(ROOFTOP_HAS_GEMM_BLOCK) && defined(ROOFTOP_HAS_EXP_LANES)
-  if constexpr (detail::on_host<Exec>) {
-    // (Every head_dim up to attention_max_head_dim has tiles: HostAttentionTiles' static_assert.)
-    return detail::attention_host_columns(exec, q, k, v, o, scale, causal,
-                                          detail::HostAttentionTiles::layout_for(static_cast<std::int64_t>(q.extent(3))));
-  }
-#endif
-  using Tiles = detail::AttentionTiles<Exec>;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Member = typename Policy::member_type;
-  using Team = detail::AttentionTeam<Member, Tiles::gpu>;
+  using Team = AttentionTeam<Member, Tiles::gpu>;
   constexpr int lanes = Tiles::softmax_lanes;
   constexpr std::int64_t BK = Tiles::keys, R = Tiles::block_rows, C = Tiles::block_cols;
   constexpr float minus_inf = -std::numeric_limits<float>::infinity();
@@ -775,20 +733,20 @@ on_exec_space_t<Exec> attention(const Exec& exec, const Q& q, const K& k, const 
   const typename Tiles::Layout tile = Tiles::layout_for(d);
   const std::int64_t BQ = tile.block_q, dp = tile.dp;
   const std::int64_t q_blocks = (seq_q + BQ - 1) / BQ;
-  const int league = detail::league_size("attention", static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
-  const auto scratch_bytes = detail::scratch_lines_bytes<Exec, float>(tile.floats);
+  const int league = league_size("attention", static_cast<std::int64_t>(q.extent(0)) * heads * q_blocks);
+  const auto scratch_bytes = scratch_lines_bytes<Exec, float>(tile.floats);
   const int level = scratch_bytes <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
 
   // Strides of (batch, heads, seq) in elements (LayoutRight: head_dim has stride 1; the
   // others may be padded).
-  const detail::Strides3 q_stride(q), k_stride(k), v_stride(v), o_stride(o);
+  const Strides3 q_stride(q), k_stride(k), v_stride(v), o_stride(o);
 
   Kokkos::parallel_for(
       "rooftop::attention",
       Policy(exec, league, Tiles::threads).set_scratch_size(level, Kokkos::PerTeam(scratch_bytes)),
       KOKKOS_LAMBDA(const Member& member) {
         const Team team{member};
-        float* const scratch = detail::scratch_lines<float>(member.team_scratch(level), tile.floats);
+        float* const scratch = scratch_lines<float>(member.team_scratch(level), tile.floats);
         float *const qs = scratch + tile.q, *const kt = scratch + tile.kt, *const vs = scratch + tile.v;
         float *const s = scratch + tile.s, *const acc = scratch + tile.acc;
         float *const m = scratch + tile.m, *const l = scratch + tile.l, *const alpha = scratch + tile.alpha;
@@ -840,18 +798,18 @@ on_exec_space_t<Exec> attention(const Exec& exec, const Q& q, const K& k, const 
           });
           team.barrier();
           // Scores (rows, cols) = Q tile x K^T tile.
-          detail::attention_product<Tiles>(team, rows, cols, dp, qs, dp, kt, Tiles::kt_stride, s, BK,
+          attention_product<Tiles>(team, rows, cols, dp, qs, dp, kt, Tiles::kt_stride, s, BK,
                                            [](std::int64_t, std::int64_t) { return 0.0f; });
           team.barrier();
           team.for_each(rows, 1, [&](const std::int64_t i, std::int64_t) {
             // Keys k0 + j visible to query q0 + i: j < nk, and j <= q0 + i - k0 if causal.
             const std::int64_t last = q0 + i - k0 + 1;
             const std::int64_t visible = causal && last < nk ? (last > 0 ? last : 0) : nk;
-            alpha[i] = detail::attention_softmax_row<lanes>(s + i * BK, static_cast<int>(cols), static_cast<int>(visible), m[i], l[i]);
+            alpha[i] = attention_softmax_row<lanes>(s + i * BK, static_cast<int>(cols), static_cast<int>(visible), m[i], l[i]);
           });
           team.barrier();
           // Accumulator (rows, dp) = alpha * accumulator + probabilities (rows, cols) x V tile.
-          detail::attention_product<Tiles>(team, rows, dp, cols, s, BK, vs, dp, acc, dp,
+          attention_product<Tiles>(team, rows, dp, cols, s, BK, vs, dp, acc, dp,
                                            [&](const std::int64_t i, const std::int64_t c) { return acc[i * dp + c] * alpha[i]; });
         }
         team.barrier();
@@ -863,6 +821,60 @@ on_exec_space_t<Exec> attention(const Exec& exec, const Q& q, const K& k, const 
         });
         team.barrier();  // scratch free before a next league rank run by this team (Kokkos's debug serial execution runs all in one)
       });
+}
+
+}  // namespace detail
+
+/// O = softmax(scale * Q K^T, causal mask if `causal`) V for (batch, heads, seq_q, head_dim) Q
+/// and O and (batch, heads, seq_k, head_dim) K and V. Causal masks are top-left aligned (key
+/// j visible to query i iff j <= i, as PyTorch's is_causal). O may be Q (each query block reads
+/// its own rows of Q before writing them) but not overlap K or V. Throws rooftop::Error if the
+/// extents do not match, O overlaps K or V, or head_dim exceeds attention_max_head_dim.
+template <class Exec, class Q, class K, class V, class O>
+on_exec_space_t<Exec> attention(const Exec& exec, const Q& q, const K& k, const V& v, const O& o, float scale,
+                                bool causal) {
+  mandate_input<Exec, Q, 4>();
+  mandate_input<Exec, K, 4>();
+  mandate_input<Exec, V, 4>();
+  mandate_output<Exec, O, 4>();
+  using T = typename O::value_type;
+  mandate_fp32_math<T>();
+  static_assert(std::is_same_v<typename Q::array_layout, Kokkos::LayoutRight> &&
+                    std::is_same_v<typename K::array_layout, Kokkos::LayoutRight> &&
+                    std::is_same_v<typename V::array_layout, Kokkos::LayoutRight> &&
+                    std::is_same_v<typename O::array_layout, Kokkos::LayoutRight>,
+                "attention: Q, K, V and O must be LayoutRight (head_dim contiguous)");
+  static_assert(std::is_same_v<typename Q::non_const_value_type, T> && std::is_same_v<typename K::non_const_value_type, T> &&
+                    std::is_same_v<typename V::non_const_value_type, T>,
+                "attention: Q, K, V and O differ in value type");
+  detail::require_same_shape("attention", "Q", q, "O", o);
+  detail::require_same_shape("attention", "K", k, "V", v);
+  detail::require_allocated("attention", "Q", q);
+  detail::require_allocated("attention", "K", k);
+  detail::require_allocated("attention", "V", v);
+  detail::require_distinct_elements("attention", "O", o);
+  ROOFTOP_REQUIRE(!detail::overlap(o, k) && !detail::overlap(o, v), "attention", "O overlaps K or V (O is ", shape_of(o),
+                  "): other query blocks read K and V while O is written (O may be Q)");
+  ROOFTOP_REQUIRE(q.extent(0) == k.extent(0) && q.extent(1) == k.extent(1) && q.extent(3) == k.extent(3), "attention",
+                  "Q is ", shape_of(q), " but K is ", shape_of(k), " (batch, heads and head_dim must match)");
+  ROOFTOP_REQUIRE(static_cast<std::int64_t>(q.extent(3)) <= attention_max_head_dim, "attention", "head_dim is ",
+                  q.extent(3), ", more than the ", attention_max_head_dim, " supported");
+  if (o.size() == 0) return;
+  if constexpr (gemm_uses_matrix_units<Exec, T, T>) {
+    if (detail::attention_uses_matrix_units<Exec, T>(q.extent(3))) {
+      if (q.extent(3) == 64) return detail::attention_matrix_units<64, detail::MatrixAttentionTiles<64>>(exec, q, k, v, o, scale, causal);
+      return detail::attention_matrix_units<128, detail::MatrixAttentionTiles<128>>(exec, q, k, v, o, scale, causal);
+    }
+  }
+
+#if defined(ROOFTOP_HAS_GEMM_BLOCK) && defined(ROOFTOP_HAS_EXP_LANES)
+  if constexpr (detail::on_host<Exec>) {
+    // (Every head_dim up to attention_max_head_dim has tiles: HostAttentionTiles' static_assert.)
+    return detail::attention_host_columns(exec, q, k, v, o, scale, causal,
+                                          detail::HostAttentionTiles::layout_for(static_cast<std::int64_t>(q.extent(3))));
+  }
+#endif
+  detail::attention_portable<detail::AttentionTiles<Exec>>(exec, q, k, v, o, scale, causal);
 }
 
 /// attention with the usual scale 1 / sqrt(head_dim).

@@ -1046,6 +1046,8 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
     detail::require_allocated("gemm", "B", b);
   }
   detail::require_distinct_elements("gemm", "C", c);
+  ROOFTOP_REQUIRE(!detail::overlap(a, c) && !detail::overlap(b, c), "gemm", "C overlaps A or B (C is ", shape_of(c),
+                  "): C is written while other tiles still read A and B");
   if (batch == 0 || m == 0 || n == 0) return;
   // K == 0 or alpha == 0: C = beta * C, as in BLAS, which then reads neither alpha (an Inf or
   // NaN alpha times the empty sum would make C NaN) nor A and B (a NaN there times 0 would).
@@ -1058,7 +1060,7 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
 
 /// C = alpha * op(A) * op(B) + beta * C. Rank-2 Views (M x K, K x N, M x N after op), or rank-3
 /// Views for the strided batched form (batch extents equal). Throws rooftop::Error naming the
-/// extents if they do not match.
+/// extents if they do not match, and if C overlaps A or B.
 template <class Exec, class A, class B, class C>
 void gemm(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, const C& c,
           compute_t<typename A::value_type> alpha = 1, compute_t<typename A::value_type> beta = 0) {

@@ -361,8 +361,8 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
 }  // namespace detail
 
 /// y = alpha * A x + beta * y (beta == 0: y = alpha * A x, y not read; alpha == 0: y = beta * y,
-/// A and x not read). Throws rooftop::Error if x is not A.cols long, y is not A.rows long, or
-/// A's arrays disagree in extent.
+/// A and x not read). Throws rooftop::Error if x is not A.cols long, y is not A.rows long, x
+/// and y overlap, or A's arrays disagree in extent.
 template <class Exec, class T, class Index, class Memory, class X, class Y>
 void spmv(const Exec& exec, double alpha, const Csr<T, Index, Memory>& A, const X& x, double beta, const Y& y) {
   mandate_input<Exec, decltype(A.values), 1>();
@@ -376,6 +376,8 @@ void spmv(const Exec& exec, double alpha, const Csr<T, Index, Memory>& A, const 
   ROOFTOP_REQUIRE(static_cast<std::int64_t>(y.extent(0)) == A.rows, "spmv", "y is ", y.extent(0), " but A has ", A.rows,
                   " rows");
   detail::require_distinct_elements("spmv", "y", y);
+  ROOFTOP_REQUIRE(!detail::overlap(x, y), "spmv", "x and y overlap (x is ", shape_of(x), ", y is ", shape_of(y),
+                  "): rows would read entries of x that other rows have already written");
   if (A.rows == 0) return;
   if (alpha == 0) {  // y = beta * y: 0 * Inf or 0 * NaN (in A or x) would give NaN
     if (beta == 0)
@@ -509,13 +511,15 @@ Csr<T, Index, typename Exec::memory_space> random_csr(const Exec& exec, std::int
                                                       std::int64_t nnz_per_row, std::uint64_t seed) {
   ROOFTOP_REQUIRE(nnz_per_row >= 0 && nnz_per_row <= cols, "random_csr", nnz_per_row, " entries per row do not fit in ", cols,
                   " columns");
+  ROOFTOP_REQUIRE(rows >= 0 && (nnz_per_row == 0 || rows <= std::numeric_limits<std::int64_t>::max() / nnz_per_row),
+                  "random_csr", rows, " rows of ", nnz_per_row, " entries: not a count of entries (0 to 2^63 - 1)");
   detail::require_indexable<Index>("random_csr", rows, cols, rows * nnz_per_row);
   Csr<T, Index, typename Exec::memory_space> A(rows, cols, rows * nnz_per_row);
   const auto row_ptr = A.row_ptr;
   const auto col_idx = A.col_idx;
   const auto values = A.values;
   const std::int64_t k = nnz_per_row;
-  const std::uint64_t span = static_cast<std::uint64_t>(cols - k + 1);
+  const std::uint64_t span = static_cast<std::uint64_t>(cols) - static_cast<std::uint64_t>(k) + 1;  // (cols up to 2^63 - 1)
   Kokkos::parallel_for(
       "rooftop::random_csr::row_ptr", compat::Range<Exec>(exec, 0, rows + 1),
       KOKKOS_LAMBDA(const std::int64_t r) { row_ptr(r) = static_cast<Index>(r * k); });

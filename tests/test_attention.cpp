@@ -91,9 +91,13 @@ void check_all(const Host& x, float scale, bool causal, bool p_rounded) {
       }
 }
 
+/// run_and_check's Matrix for the portable driver (detail::attention_portable with the
+/// backend's tiles): what hosts without AVX2 and GPUs without matrix units for T run.
+struct Portable {};
+
 /// Runs attention at `dims` with inputs uniform in [-1, 1) and checks every row: rooftop::attention,
-/// or with `Matrix` (MatrixAttentionTiles or smaller) its matrix-unit driver at head_dim D
-/// (tiles emulated off GPUs).
+/// with `Matrix` (MatrixAttentionTiles or smaller) its matrix-unit driver at head_dim D (tiles
+/// emulated off GPUs), or with Portable the portable driver.
 template <class T, int D = 0, class Matrix = void>
 void run_and_check(const Dims& n, float scale, bool causal, bool misaligned = false) {
   CAPTURE(n.batch);
@@ -109,8 +113,10 @@ void run_and_check(const Dims& n, float scale, bool causal, bool misaligned = fa
   };
   auto q = input(n.seq_q, 0), k = input(n.seq_k, 1), v = input(n.seq_k, 2);
   auto o = poisoned_tensor<T>(n.batch, n.heads, n.seq_q, n.head_dim);
-  constexpr bool matrix_units = !std::is_void_v<Matrix>;
-  if constexpr (matrix_units) {
+  constexpr bool portable = std::is_same_v<Matrix, Portable>, matrix_units = !std::is_void_v<Matrix> && !portable;
+  if constexpr (portable) {
+    detail::attention_portable<detail::AttentionTiles<Exec>>(Exec(), q, k, v, o, scale, causal);
+  } else if constexpr (matrix_units) {
     REQUIRE(n.head_dim == D);
     detail::attention_matrix_units<D, Matrix>(Exec(), q, k, v, o, scale, causal);
   } else {
@@ -118,7 +124,8 @@ void run_and_check(const Dims& n, float scale, bool causal, bool misaligned = fa
   }
   // The matrix units and the host's bf16 pairs multiply V by the probabilities rounded to T.
   check_all<T>(to_host(n, q, k, v, o), scale, causal,
-               matrix_units || detail::attention_uses_matrix_units<Exec, T>(n.head_dim) || detail::attention_uses_bf16_pairs<Exec, T>);
+               matrix_units || (!portable && (detail::attention_uses_matrix_units<Exec, T>(n.head_dim) ||
+                                              detail::attention_uses_bf16_pairs<Exec, T>)));
 }
 
 /// Tiles for the matrix-unit driver with one warp (on the host, one thread) or two, and tiles
@@ -173,6 +180,21 @@ TEST_CASE_TEMPLATE("attention matches float64 over sequence lengths and head dim
   run_and_check<T>(Dims{1, 1, 130, 130, attention_max_head_dim}, 0.0625f, true);
 }
 
+TEST_CASE_TEMPLATE("attention's portable driver (hosts without AVX2, GPUs without matrix units) matches float64", T,
+                   ROOFTOP_ML_DTYPES) {
+  // rooftop::attention takes the host's vector code where the compiler targets AVX2 or AVX-512,
+  // so this driver runs here only when called by name.
+  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{16}, std::int64_t{80}})
+    for (const bool causal : {false, true}) {
+      for (const std::int64_t s : {1, 13, 200}) run_and_check<T, 0, Portable>(Dims{2, 2, s, s, d}, 1.0f / std::sqrt(float(d)), causal);
+      const std::int64_t unequal[][2] = {{13, 200}, {200, 13}, {69, 1}};
+      for (const auto& seq : unequal) run_and_check<T, 0, Portable>(Dims{1, 3, seq[0], seq[1], d}, 0.3f, causal);
+    }
+  run_and_check<T, 0, Portable>(Dims{1, 2, 69, 69, 64}, 100.0f, true);  // huge logits
+  run_and_check<T, 0, Portable>(Dims{1, 2, 13, 0, 64}, 1.0f, false);    // no keys: 0
+  run_and_check<T, 0, Portable>(Dims{1, 1, 130, 130, attention_max_head_dim}, 0.0625f, true);  // the smallest query blocks
+}
+
 TEST_CASE_TEMPLATE("attention's matrix-unit driver (tensor-core tiles; emulated off GPUs) on this backend", T, rooftop::bf16,
                    rooftop::fp16) {
   check_matrix_attention<T, 64, FewWarps<1, 16>>();
@@ -202,6 +224,22 @@ TEST_CASE_TEMPLATE("attention is stable at huge logits", T, ROOFTOP_ML_DTYPES) {
     run_and_check<T>(Dims{1, 2, 69, 69, 64}, 100.0f, causal);
     run_and_check<T>(Dims{1, 1, 13, 200, 16}, 1e4f, causal);
   }
+}
+
+TEST_CASE_TEMPLATE("attention in place (O = Q) gives what a separate O gets", T, ROOFTOP_ML_DTYPES) {
+  // Each query block reads its rows of Q before it writes them; blocks never read each other's.
+  for (const bool causal : {false, true})
+    for (const Dims& n : {Dims{1, 2, 300, 200, 64}, Dims{2, 1, 37, 41, 16}}) {
+      CAPTURE(causal);
+      CAPTURE(n.seq_q);
+      auto q = random_tensor<T>(n.batch, n.heads, n.seq_q, n.head_dim);
+      auto k = random_tensor<T>(n.batch, n.heads, n.seq_k, n.head_dim);
+      auto v = random_tensor<T>(n.batch, n.heads, n.seq_k, n.head_dim);
+      auto o = poisoned_tensor<T>(n.batch, n.heads, n.seq_q, n.head_dim);
+      rooftop::attention(Exec(), q, k, v, o, 0.3f, causal);
+      rooftop::attention(Exec(), q, k, v, q, 0.3f, causal);
+      REQUIRE(test::host(test::flat(q)) == test::host(test::flat(o)));
+    }
 }
 
 TEST_CASE("attention: default scale 1/sqrt(head_dim), and the overloads without an execution space") {
@@ -270,6 +308,11 @@ TEST_CASE("preconditions: attention names the op and extents") {
   auto k4 = random_tensor<float>(1, 2, 20, 8);
   CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), q, k4, k4, o, 1.0f, true),
                        "attention: Q is 1x2x13x16 but K is 1x2x20x8 (batch, heads and head_dim must match)", rooftop::Error);
+  // O over K (or V): other query blocks would read K rows already overwritten. (O over Q is allowed.)
+  CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), k, k, v, k, 1.0f, false),
+                       "attention: O overlaps K or V (O is 1x2x20x16): other query blocks read K and V while O is written (O may be Q)",
+                       rooftop::Error);
+  CHECK_THROWS_AS(rooftop::attention(Exec(), v, k, v, v, 1.0f, true), rooftop::Error);
   auto wide = random_tensor<float>(1, 1, 3, 257);
   CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), wide, wide, wide, poisoned_tensor<float>(1, 1, 3, 257), 1.0f, false),
                        "attention: head_dim is 257, more than the 256 supported", rooftop::Error);

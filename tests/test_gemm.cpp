@@ -485,6 +485,11 @@ TEST_CASE("gemm: mismatched extents are an error naming them") {
                             Trans::none, random_mat<float, Kokkos::LayoutRight>(5, 2), c_folded),
                        "gemm: C is 3x2 with strides (2, 4): some of its elements share memory, and writes to them would race",
                        rooftop::Error);
+  // C written over A or B: tiles of C would be stored while others still read them.
+  auto sq = random_mat<float, Kokkos::LayoutRight>(4, 4), sq2 = random_mat<float, Kokkos::LayoutRight>(4, 4);
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, sq, Trans::none, sq2, sq),
+                       "gemm: C overlaps A or B (C is 4x4): C is written while other tiles still read A and B", rooftop::Error);
+  CHECK_THROWS_AS(gemm(Exec(), Trans::none, sq, Trans::transpose, sq2, sq2), rooftop::Error);
   // Kokkos 3.4 gives a 2 x 65536 x 32768 View (2^32 elements) a span of 0 and no memory (see
   // require_allocated); a Kokkos that sizes it right would allocate 16 GB: then no check.
   const Kokkos::View<float***, BackendMemory> wrapped(Kokkos::view_alloc("wrapped", Kokkos::WithoutInitializing), 2, 65536, 32768);

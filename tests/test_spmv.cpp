@@ -377,6 +377,11 @@ TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), A, x, y_shared),
                        "spmv: y is 11 with strides (0): some of its elements share memory, and writes to them would race",
                        rooftop::Error);
+  // y over x: rows would read entries of x that other rows have already written.
+  const auto square = random_csr<float, std::int32_t>(Exec(), 12, 12, 3, 1);
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), square, x, x),
+                       "spmv: x and y overlap (x is 12, y is 12): rows would read entries of x that other rows have already written",
+                       rooftop::Error);
   auto bad = A;
   bad.rows = 10;
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, test::poisoned_vector<float>(10)),
@@ -389,6 +394,11 @@ TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and
                        rooftop::Error);
   CHECK_THROWS_WITH_AS((random_csr<float, std::int32_t>(Exec(), 1 << 20, 4096, 4096, 1)),
                        "random_csr: 1048576x4096 with 4294967296 entries exceeds the range of int32 indices", rooftop::Error);
+  // A count of entries past 2^63 - 1 is refused before it wraps (4 x 2^62 wrapped to 0 entries,
+  // an empty col_idx the generator then wrote far past).
+  CHECK_THROWS_WITH_AS((random_csr<float, std::int64_t>(Exec(), 4, std::int64_t{1} << 62, std::int64_t{1} << 62, 1)),
+                       "random_csr: 4 rows of 4611686018427387904 entries: not a count of entries (0 to 2^63 - 1)", rooftop::Error);
+  CHECK_THROWS_AS((random_csr<float, std::int64_t>(Exec(), -1, 4, 2, 1)), rooftop::Error);
   CHECK_THROWS_WITH_AS((laplacian_3d<float, std::int32_t>(Exec(), 1000, 1000, 1000)),
                        "laplacian_3d: 1000000000x1000000000 with 6994000000 entries exceeds the range of int32 indices",
                        rooftop::Error);
