@@ -7,8 +7,8 @@
 #   scripts/run.sh bench [benchmark args...]    the Google Benchmark suite
 #   scripts/run.sh build                        set up and build only (binaries in build/<preset>/bin)
 #
-# ROOFTOP_PRESET selects the CMake preset: openmp (the default), serial, clang (OpenMP built
-# with Clang) or cuda.
+# ROOFTOP_PRESET selects the CMake preset: openmp (the default), serial, portable (OpenMP
+# without -march=native), clang (OpenMP built with Clang) or cuda.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-}"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Offline, idempotent set-up of everything rooftop builds against, from Debian's archive only.
 #
-#   scripts/setup.sh [--backend openmp|serial|clang|cuda] [--kokkos5-headers]
+#   scripts/setup.sh [--backend openmp|serial|portable|clang|cuda] [--kokkos5-headers]
 #
 # - Debian packages (doctest, Google Benchmark, nlohmann/json, CLI11, OpenBLAS for rooftop_vs_blas) are installed if missing;
 #   for cuda also Debian 12 non-free's nvidia-cuda-toolkit (CUDA 11.8) and g++-11, its host
@@ -31,8 +31,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$backend" in
-  openmp|serial|clang|cuda) ;;
-  *) echo "setup.sh: unknown backend '$backend' (openmp|serial|clang|cuda)" >&2; exit 2 ;;
+  openmp|serial|portable|clang|cuda) ;;
+  *) echo "setup.sh: unknown backend '$backend' (openmp|serial|portable|clang|cuda)" >&2; exit 2 ;;
 esac
 
 cache="${ROOFTOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rooftop}"
@@ -103,8 +103,8 @@ if [ -n "${Kokkos_ROOT:-}" ]; then
   log "using Kokkos from Kokkos_ROOT=$Kokkos_ROOT"
   prefix="$Kokkos_ROOT"
 else
-  # One Kokkos build (OpenMP + Serial) serves both host backends: rooftop picks the execution
-  # space. The CUDA build has OpenMP as its host space.
+  # One Kokkos build (OpenMP + Serial) serves every host preset (openmp, serial, portable,
+  # clang): rooftop picks the execution space. The CUDA build has OpenMP as its host space.
   flavour=$([ "$backend" = cuda ] && echo cuda || echo openmp)
   prefix="$cache/kokkos-3.4.01-$([ "$flavour" = cuda ] && echo cuda-sm80-sm90 || echo openmp)"
   if [ -e "$prefix/.rooftop-complete" ]; then
