@@ -170,7 +170,10 @@ OpInstance reduction(const Exec& exec, std::int64_t n, std::uint64_t seed, int i
   Vector<T> a("rooftop::a", n), b("rooftop::b", inputs > 1 ? n : 0);
   fill_uniform(exec, a, seed, 0.5, 1.5);
   if (inputs > 1) fill_uniform(exec, b, seed + 1, 0.5, 1.5);
-  if (exact && n > 0) Kokkos::deep_copy(exec, Kokkos::subview(a, static_cast<std::int64_t>((seed * 0x9e3779b97f4a7c15ull >> 11) % static_cast<std::uint64_t>(n))), T(2.0f));
+  if (exact && n > 0) {
+    const auto at = static_cast<std::int64_t>((seed * 0x9e3779b97f4a7c15ull >> 11) % static_cast<std::uint64_t>(n));
+    Kokkos::deep_copy(exec, Kokkos::subview(a, at), T(2.0f));
+  }
   auto result = std::make_shared<double>(std::nan(""));
   OpInstance op;
   op.poison = [=] { *result = std::nan(""); };

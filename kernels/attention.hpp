@@ -799,7 +799,7 @@ void attention_portable(const Exec& exec, const Q& q, const K& k, const V& v, co
           team.barrier();
           // Scores (rows, cols) = Q tile x K^T tile.
           attention_product<Tiles>(team, rows, cols, dp, qs, dp, kt, Tiles::kt_stride, s, BK,
-                                           [](std::int64_t, std::int64_t) { return 0.0f; });
+                                   [](std::int64_t, std::int64_t) { return 0.0f; });
           team.barrier();
           team.for_each(rows, 1, [&](const std::int64_t i, std::int64_t) {
             // Keys k0 + j visible to query q0 + i: j < nk, and j <= q0 + i - k0 if causal.
@@ -810,7 +810,7 @@ void attention_portable(const Exec& exec, const Q& q, const K& k, const V& v, co
           team.barrier();
           // Accumulator (rows, dp) = alpha * accumulator + probabilities (rows, cols) x V tile.
           attention_product<Tiles>(team, rows, dp, cols, s, BK, vs, dp, acc, dp,
-                                           [&](const std::int64_t i, const std::int64_t c) { return acc[i * dp + c] * alpha[i]; });
+                                   [&](const std::int64_t i, const std::int64_t c) { return acc[i * dp + c] * alpha[i]; });
         }
         team.barrier();
         T* const o_rows = o.data() + b * o_stride[0] + h * o_stride[1] + q0 * o_stride[2];

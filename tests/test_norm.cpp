@@ -225,7 +225,7 @@ TEST_CASE_TEMPLATE("constant rows (zero variance): layernorm gives the bias, rms
 
 TEST_CASE_TEMPLATE("eps = 0: rows of one exact value give the bias (layernorm), zero rows 0 (rmsnorm)", T, ROOFTOP_ML_DTYPES) {
   // var + eps = 0 exactly: scale 0 (detail::norm_scale), where 1 / sqrt gave 0 * Inf = NaN. Rows
-  // 0 and 3 random, 1 all 0.5, 2 all 0; rows of 13 (portable), 768 and 4096 (vector rows and
+  // 0 and 3 random, 1 all 0.5, 2 all 0; rows of 13 (not whole lines), 768 and 4096 (vector rows and
   // the host's row runs), plain and streaming stores.
   for (const std::size_t threshold : test::store_thresholds)
     for (const std::int64_t cols : {13, 768, 4096}) {
