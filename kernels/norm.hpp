@@ -20,11 +20,15 @@
 ///
 /// Rows that normalize to nothing get a scale of 0, so layernorm gives the bias and rmsnorm 0
 /// (times the weight): a constant row with eps = 0 (var + eps = 0, where 1 / sqrt would give
-/// 0 * Inf = NaN; for eps > 0 the same row's scale is finite and its output the bias too), and
-/// a finite row whose squares' sum overflows fp32 (layernorm: squared deviations past FLT_MAX;
+/// 0 * Inf = NaN; for eps > 0 the same row's scale is finite and its output the bias too). A
+/// finite row whose squares' sum overflows fp32 (layernorm: squared deviations past FLT_MAX;
 /// rmsnorm: a sum of squares past FLT_MAX, entries from about sqrt(FLT_MAX / cols), 2.9e17 at
-/// 4096 columns). A NaN entry makes its row NaN, and so does an infinite one in layernorm; in
-/// rmsnorm an infinite entry gives its row a scale of 0: that entry NaN, the others 0.
+/// 4096 columns) is normalized too: its statistics are taken again from its entries times
+/// 2^-80, in a pass that only such rows take (norm_overflow_unit). Entries near FLT_MAX give
+/// scales below FLT_MIN (subnormal: fewer bits), and in layernorm an entry minus the mean
+/// past FLT_MAX (entries of both signs near it) gives +-Inf. A NaN entry makes its row NaN, and
+/// so does an infinite one in layernorm; in rmsnorm an infinite entry gives its row a scale of
+/// 0: that entry NaN, the others 0.
 #pragma once
 
 #include "../core/cost.hpp"
@@ -77,6 +81,23 @@ inline constexpr bool vector_norm_rows =
 /// constant row with eps = 0 (see the file's comment), and where v is +Inf.
 KOKKOS_FORCEINLINE_FUNCTION float norm_scale(float v) { return v == 0.0f ? 0.0f : 1.0f / compat::sqrt(v); }
 
+/// The unit in which a row whose squares (rmsnorm) or squared deviations (layernorm) sum past
+/// FLT_MAX takes them again: entries times 2^-80 (exact: a power of two) square to at most
+/// (FLT_MAX 2^-80)^2 = 7.9e28, so up to 2^32 columns of them sum within fp32, and the
+/// squares that matter (the row's largest, from about 1.8e19 / sqrt(cols)) stay normal floats.
+/// The scale is then 2^-80 / sqrt(var' + eps 2^-160), var' the scaled variance.
+inline constexpr float norm_overflow_unit = 0x1p-80f;
+
+/// rmsnorm's scale 1 / sqrt(mean(x^2) + eps) from a row's sum of squares; where that sum is
+/// +Inf, from `scaled_squares()`, the sum of the squares of the entries times
+/// norm_overflow_unit (an infinite entry keeps it infinite: scale 0).
+template <class ScaledSquares>
+KOKKOS_INLINE_FUNCTION float rms_scale(float squares, float inv_cols, float eps, const ScaledSquares& scaled_squares) {
+  if (squares != std::numeric_limits<float>::infinity()) return norm_scale(squares * inv_cols + eps);
+  constexpr float unit = norm_overflow_unit;
+  return unit * norm_scale(scaled_squares() * inv_cols + eps * unit * unit);
+}
+
 /// LayerNorm's mean and 1 / sqrt(var + eps) of a row from mean0 (its sum times inv_cols) and
 /// dev, the sums of the deviations from mean0 and of their squares; `deviations(from)` gives
 /// those sums from another value. Their own sum corrects the rounding of mean0 (a constant row
@@ -93,11 +114,14 @@ KOKKOS_FORCEINLINE_FUNCTION float norm_scale(float v) { return v == 0.0f ? 0.0f 
 /// taken as (dev / n) dev: dev is about n times mean0's rounding, whose square overflows for
 /// entries from about 1e21 (768 columns) where the deviations' squares do not (dev * dev had
 /// made the variance -Inf, clamped to 0: entries 1e24 +- 3.6e16 came out 2.3e19). A dev2 past
-/// FLT_MAX (finite entries whose squared deviations overflow) gives an infinite variance,
-/// scale 0 and the bias, not inf - inf.
-template <class Deviations>
+/// FLT_MAX even from there (finite entries whose squared deviations overflow) takes the
+/// deviations once more in norm_overflow_unit, `scaled_deviations(from)`: the sums of
+/// (x - from) 2^-80, each taken as x 2^-80 - from 2^-80 (exact scalings, so the same roundings,
+/// and no overflow in x - from).
+template <class Deviations, class ScaledDeviations>
 KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, SumPair dev, float inv_cols, float eps,
-                                                 const Deviations& deviations, float& mean, float& rstd) {
+                                                 const Deviations& deviations, const ScaledDeviations& scaled_deviations,
+                                                 float& mean, float& rstd) {
   constexpr float inf = std::numeric_limits<float>::infinity();
   float cancelled = dev.a * inv_cols * dev.a;
   if (cancelled > 0.5f * dev.b || cancelled == inf || dev.b == inf) {
@@ -105,9 +129,36 @@ KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, SumPair dev, float
     dev = deviations(mean0);
     cancelled = dev.a * inv_cols * dev.a;
   }
-  mean = mean0 + dev.a * inv_cols;
+  float unit = 1.0f;
+  if (dev.b == inf) {
+    unit = norm_overflow_unit;
+    dev = scaled_deviations(mean0);
+    cancelled = dev.a * inv_cols * dev.a;
+  }
+  mean = mean0 + dev.a * inv_cols / unit;
   const float var = dev.b == inf ? inf : (dev.b - cancelled) * inv_cols;
-  rstd = norm_scale((var < 0 ? 0.0f : var) + eps);
+  rstd = unit * norm_scale((var < 0 ? 0.0f : var) + eps * unit * unit);
+}
+
+/// The sums of a row's deviations from `from` and of their squares, in norm_overflow_unit
+/// (layernorm_statistics), and of its squares in that unit (rms_scale), from `value(c)`, c in
+/// [0, cols): the host's vector paths take these for the rows that need them, a value at a
+/// time, in fp64 (one accumulator in fp32 had lost 1.3e-4 of the variance of 4099 columns with
+/// one entry of -3e19: each small square after it rounded up to half an ulp of the sum).
+template <class Value>
+inline SumPair scaled_deviation_sums(std::int64_t cols, float from, const Value& value) {
+  constexpr double unit = norm_overflow_unit;
+  double a = 0.0, b = 0.0;
+  for (std::int64_t c = 0; c < cols; ++c) {
+    const double d = static_cast<double>(float(value(c))) - from;
+    a += d;
+    b += d * d;
+  }
+  return {static_cast<float>(a * unit), static_cast<float>(b * unit * unit)};
+}
+template <class Value>
+inline float scaled_square_sum(std::int64_t cols, const Value& value) {
+  return scaled_deviation_sums(cols, 0.0f, value).b;
 }
 
 /// A row's mean0 (layernorm_statistics) from the sum of its entries; where that sum overflows
@@ -143,7 +194,17 @@ struct NormRegisterRows {
     sum = r.all(sum, 0.0f, Plus{});
     float shift = 0.0f, scale;
     if constexpr (rms) {
-      scale = norm_scale(sum * inv_cols + eps);
+      scale = rms_scale(sum, inv_cols, eps, [&] {
+        float scaled = 0.0f;
+        r.each_chunk(x, v, 0.0f, held, [&](int) {
+          ROOFTOP_UNROLL
+          for (int k = 0; k < R; ++k) {
+            const float u = v[k] * norm_overflow_unit;
+            scaled += u * u;
+          }
+        });
+        return r.all(scaled, 0.0f, Plus{});
+      });
     } else {
       const float mean0 = layernorm_mean0(sum, inv_cols, [&] {
         float scaled = 0.0f;
@@ -153,19 +214,22 @@ struct NormRegisterRows {
         });
         return r.all(scaled, 0.0f, Plus{});
       });
-      auto deviations = [&](const float from) {
+      // The deviations from `from` (times `unit`: 1, or norm_overflow_unit; padding left out).
+      auto deviations_in = [&](const float from, const float unit) {
         SumPair dev{0.0f, 0.0f};
         r.each_chunk(x, v, 0.0f, held, [&](const int chunk) {
           ROOFTOP_UNROLL
           for (int k = 0; k < R; ++k) {
-            const float d = r.has(k, chunk) ? v[k] - from : 0.0f;
+            const float d = r.has(k, chunk) ? v[k] * unit - from * unit : 0.0f;
             dev.a += d;
             dev.b += d * d;
           }
         });
         return r.all(dev, SumPair{0.0f, 0.0f}, PlusPair{});
       };
-      layernorm_statistics(mean0, deviations(mean0), inv_cols, eps, deviations, shift, scale);
+      auto deviations = [&](const float from) { return deviations_in(from, 1.0f); };
+      layernorm_statistics(mean0, deviations(mean0), inv_cols, eps, deviations,
+                           [&](const float from) { return deviations_in(from, norm_overflow_unit); }, shift, scale);
     }
     const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
     r.each_chunk(x, v, 0.0f, held, [&](const int chunk) {
@@ -368,12 +432,18 @@ struct RmsStats {
   template <class T>
   [[gnu::always_inline]] Fold start(const T*, std::int64_t) const { return {}; }
   template <class T>
-  [[gnu::always_inline]] NormScale finish(const Fold& f, const T*, std::int64_t) const {
-    return {0.0f, norm_scale(f.sum() * inv_cols + eps)};
+  [[gnu::always_inline]] NormScale finish(const Fold& f, const T* in, std::int64_t cols) const {
+    return {0.0f, scale(f.sum(), in, cols)};
   }
   template <class T>
   [[gnu::always_inline]] NormScale whole(const T* in, std::int64_t cols) const {
-    return {0.0f, norm_scale(cpu::row_sum_squares(in, cols) * inv_cols + eps)};
+    return {0.0f, scale(cpu::row_sum_squares(in, cols), in, cols)};
+  }
+  /// The scale from the row's sum of squares (rms_scale: again in units of 2^-80 where it is
+  /// +Inf).
+  template <class T>
+  [[gnu::always_inline]] float scale(float squares, const T* in, std::int64_t cols) const {
+    return rms_scale(squares, inv_cols, eps, [&] { return scaled_square_sum(cols, [&](const std::int64_t c) { return in[c]; }); });
   }
 };
 
@@ -400,6 +470,8 @@ struct LayerStats {
       Fold again(from);
       cpu::detail::fold_row(in, cols, again);
       return SumPair{again.deviations(), again.squared()};
+    }, [&](const float from) {
+      return scaled_deviation_sums(cols, from, [&](const std::int64_t c) { return in[c]; });
     }, s.shift, s.scale);
     return s;
   }
@@ -620,8 +692,16 @@ on_exec_space_t<Exec> layernorm(const Exec& exec, const X& x, const Y& y, double
                                return detail::SumPair{d, d * d};
                              });
                            };
+                           auto scaled_deviations = [&](const float from) {
+                             constexpr float unit = detail::norm_overflow_unit;
+                             return r.reduce_sums(cols, [&](const std::int64_t c) {
+                               const float d = in(c) * unit - from * unit;
+                               return detail::SumPair{d, d * d};
+                             });
+                           };
                            float mean, rstd;
-                           detail::layernorm_statistics(mean0, deviations(mean0), inv_cols, e, deviations, mean, rstd);
+                           detail::layernorm_statistics(mean0, deviations(mean0), inv_cols, e, deviations, scaled_deviations,
+                                                        mean, rstd);
                            // One loop per case, so none loads a parameter under a condition
                            // (which would keep the loop from vectorizing). A multiply and an
                            // add, not compat::fma: with fmaf GCC 12 left these loops scalar
@@ -704,7 +784,7 @@ on_exec_space_t<Exec> rmsnorm(const Exec& exec, const X& x, const Y& y, double e
                                // (RmsStats::whole's operations written out: through it, GCC's code
                                // for these rows ran slower, fp32 85x768 in L2, one thread, a
                                // scratch program: 4.6-4.8 us this way, 5.0-5.1 through it.)
-                               const float rrms = detail::norm_scale(cpu::row_sum_squares(in, cols) * inv_cols + e);
+                               const float rrms = detail::RmsStats{inv_cols, e}.scale(cpu::row_sum_squares(in, cols), in, cols);
                                detail::norm_vector_row(r, x, y, detail::NormScale{0.0f, rrms}, weight, no_bias);
                                return;
                              }
@@ -718,7 +798,15 @@ on_exec_space_t<Exec> rmsnorm(const Exec& exec, const X& x, const Y& y, double e
                                  return v * v;
                                },
                                detail::Plus{});
-                           const float rrms = detail::norm_scale(squares * inv_cols + e);
+                           const float rrms = detail::rms_scale(squares, inv_cols, e, [&] {
+                             return r.reduce(
+                                 cols, 0.0f,
+                                 [&](const std::int64_t c) {
+                                   const float v = in(c) * detail::norm_overflow_unit;
+                                   return v * v;
+                                 },
+                                 detail::Plus{});
+                           });
                            if (has_weight) {
                              r.write(y, cols, [&](const std::int64_t c) { return in(c) * rrms * float(weight(c)); }, r.next_row_of(x));
                            } else {

@@ -10,7 +10,8 @@
 /// beta == 0 never reads y (y may hold NaN or garbage); an empty row gives beta * y, so 0 for
 /// the plain y = A x. alpha == 0 gives y = beta * y as in BLAS (and gemm): A and x are not
 /// read, so an Inf or NaN there does not turn y into NaN. Columns need not be sorted within a
-/// row for spmv (the generators sort them). x and y must not alias.
+/// row for spmv (the generators sort them). x and y must not alias. spmv trusts A's contents:
+/// check_csr checks a matrix whose arrays the caller filled.
 ///
 /// Parallelization: on CPUs a thread takes contiguous blocks of rows. On AVX-512 hosts, with
 /// x and y of stride 1, runs of 16 rows (8 for fp64) of one structure (each
@@ -573,6 +574,60 @@ Csr<T, Index, Memory> csr_from_host(std::int64_t rows, std::int64_t cols, const 
   Kokkos::deep_copy(A.col_idx, hc);
   Kokkos::deep_copy(A.values, hv);
   return A;
+}
+
+/// Checks that A is a valid CSR matrix, as the comment on Csr says (row_ptr from 0,
+/// non-decreasing, ending at nnz; every column in [0, cols)), and throws rooftop::Error naming
+/// the first row or entry that is not. For matrices whose arrays the caller filled: spmv
+/// trusts A's contents (checking them would cost a pass over row_ptr and col_idx per call),
+/// and an invalid matrix makes it read out of bounds. One parallel pass over row_ptr and
+/// col_idx on exec (O(rows + nnz)), then a few values copied to the host; csr_from_host and
+/// the generators build valid matrices.
+template <class Exec, class T, class Index, class Memory>
+void check_csr(const Exec& exec, const Csr<T, Index, Memory>& A) {
+  mandate_input<Exec, decltype(A.values), 1>();
+  detail::require_csr_extents("check_csr", A);
+  const std::int64_t rows = A.rows, cols = A.cols, nnz = A.nnz();
+  detail::require_indexable<Index>("check_csr", rows, cols, nnz);
+  const auto row_ptr = A.row_ptr;
+  const auto col_idx = A.col_idx;
+  auto host_copy = [&](const auto& view, const std::int64_t from, const std::int64_t to) {
+    std::vector<Index> out(static_cast<std::size_t>(to - from));
+    const Kokkos::View<Index*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(out.data(), out.size());
+    Kokkos::deep_copy(exec, h, Kokkos::subview(view, std::make_pair(from, to)));
+    exec.fence();
+    return out;
+  };
+  const Index first = host_copy(row_ptr, 0, 1)[0], last = host_copy(row_ptr, rows, rows + 1)[0];
+  ROOFTOP_REQUIRE(first == 0 && last == nnz, "check_csr", "row_ptr runs from ", first, " to ", last, " (expected 0 to ", nnz,
+                  ")");
+  // The first row whose range is not [row_ptr(r), row_ptr(r + 1)) within the entries, or that
+  // holds a column outside [0, cols) (read only where its range is within the entries).
+  std::int64_t bad = rows;
+  Kokkos::parallel_reduce(
+      "rooftop::check_csr", compat::Range<Exec>(exec, 0, rows),
+      KOKKOS_LAMBDA(const std::int64_t r, std::int64_t& first_bad) {
+        const Index begin = row_ptr(r), end = row_ptr(r + 1);
+        bool ok = 0 <= begin && begin <= end && end <= nnz;
+        for (Index k = begin; ok && k < end; ++k) ok = 0 <= col_idx(k) && col_idx(k) < cols;
+        if (!ok && r < first_bad) first_bad = r;
+      },
+      Kokkos::Min<std::int64_t>(bad));
+  exec.fence();
+  if (bad >= rows) return;
+  const std::vector<Index> range = host_copy(row_ptr, bad, bad + 2);
+  ROOFTOP_REQUIRE(range[0] <= range[1], "check_csr", "row_ptr(", bad, ") is ", range[0], " but row_ptr(", bad + 1, ") is ",
+                  range[1]);
+  ROOFTOP_REQUIRE(range[0] >= 0 && range[1] <= nnz, "check_csr", "row ", bad, " runs from ", range[0], " to ", range[1],
+                  ", outside the ", nnz, " entries");
+  const std::vector<Index> columns = host_copy(col_idx, range[0], range[1]);
+  for (std::size_t k = 0; k < columns.size(); ++k)
+    ROOFTOP_REQUIRE(columns[k] >= 0 && columns[k] < cols, "check_csr", "col_idx(", range[0] + static_cast<std::int64_t>(k),
+                    ") (row ", bad, ") is ", columns[k], ", outside the ", cols, " columns");
+}
+template <class T, class Index, class Memory>
+void check_csr(const Csr<T, Index, Memory>& A) {
+  check_csr(typename Memory::execution_space{}, A);
 }
 
 }  // namespace rooftop

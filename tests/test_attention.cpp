@@ -12,7 +12,9 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <sstream>
 
@@ -161,6 +163,37 @@ long peak_rss_kib() {
   return usage.ru_maxrss;  // KiB on Linux
 }
 
+/// The peak, while one lives, of the bytes Kokkos has allocated since it was made less those
+/// it has freed, in every memory space (device memory, team scratch and host Views alike),
+/// counted through Kokkos Tools' allocation callbacks, which it installs and then removes. The
+/// peak resident set above sees only host memory.
+class KokkosAllocations {
+ public:
+  KokkosAllocations() {
+    live = peak = 0;
+    Kokkos::Tools::Experimental::set_allocate_data_callback(allocated);
+    Kokkos::Tools::Experimental::set_deallocate_data_callback(freed);
+  }
+  ~KokkosAllocations() {
+    Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
+    Kokkos::Tools::Experimental::set_deallocate_data_callback(nullptr);
+  }
+  KokkosAllocations(const KokkosAllocations&) = delete;
+  KokkosAllocations& operator=(const KokkosAllocations&) = delete;
+  std::int64_t peak_bytes() const { return peak; }
+
+ private:
+  static void allocated(const Kokkos_Profiling_SpaceHandle, const char*, const void*, const std::uint64_t bytes) {
+    const std::int64_t now = live += static_cast<std::int64_t>(bytes);
+    for (std::int64_t top = peak; now > top && !peak.compare_exchange_weak(top, now);) {
+    }
+  }
+  static void freed(const Kokkos_Profiling_SpaceHandle, const char*, const void*, const std::uint64_t bytes) {
+    live -= static_cast<std::int64_t>(bytes);
+  }
+  static inline std::atomic<std::int64_t> live{0}, peak{0};
+};
+
 }  // namespace
 
 TEST_CASE_TEMPLATE("attention matches float64 over sequence lengths and head dims, causal or not", T, ROOFTOP_ML_DTYPES) {
@@ -259,20 +292,33 @@ TEST_CASE("attention: default scale 1/sqrt(head_dim), and the overloads without 
 }
 
 TEST_CASE("attention's memory is O(seq): 32768 keys, whose fp32 score matrix would take 4 GiB") {
-  // batch 1, head 1, seq 32768, head_dim 16: 6.9e10 FLOPs (a few seconds on 2 cores). The peak
-  // resident set may not grow by more than 64 MiB (the inputs and output, 8 MiB together, are
-  // allocated before), 1/64 of the score matrix; a few rows are checked against float64 over
-  // all their keys.
+  // batch 1, head 1, seq 32768, head_dim 16: 6.9e10 FLOPs (a few seconds on 2 cores). Neither
+  // the peak resident set (host memory) nor what Kokkos allocates in any memory space (device
+  // memory and team scratch on GPUs) may grow by more than 64 MiB (the inputs and output,
+  // 8 MiB together, are allocated before), 1/64 of the score matrix; a few rows are checked
+  // against float64 over all their keys.
   const Dims n{1, 1, 32768, 32768, 16};
   auto q = random_tensor<float>(1, 1, n.seq_q, n.head_dim);
   auto k = random_tensor<float>(1, 1, n.seq_k, n.head_dim);
   auto v = random_tensor<float>(1, 1, n.seq_k, n.head_dim);
   auto o = poisoned_tensor<float>(1, 1, n.seq_q, n.head_dim);
   const long before = peak_rss_kib();
-  rooftop::attention(Exec(), q, k, v, o, 0.25f, false);
-  Kokkos::fence();
+  std::int64_t kokkos_bytes = 0;
+  {
+    const KokkosAllocations allocations;
+    rooftop::attention(Exec(), q, k, v, o, 0.25f, false);
+    Kokkos::fence();
+    kokkos_bytes = allocations.peak_bytes();
+  }
   const long grown_kib = peak_rss_kib() - before;
   CHECK_MESSAGE(grown_kib < 64 * 1024, "peak resident set grew by ", grown_kib, " KiB");
+  CHECK_MESSAGE(kokkos_bytes < std::int64_t{64} << 20, "Kokkos allocated up to ", kokkos_bytes, " bytes more");
+  // The counter sees what an op allocates: a View of the score matrix's first 256 rows, 32 MiB.
+  {
+    const KokkosAllocations allocations;
+    Kokkos::View<float**, BackendMemory> rows("rows", 256, n.seq_k);
+    CHECK(allocations.peak_bytes() >= std::int64_t{32} << 20);
+  }
   const Host x = to_host(n, q, k, v, o);
   for (const std::int64_t i : {std::int64_t{0}, std::int64_t{1}, std::int64_t{63}, std::int64_t{64}, std::int64_t{20011},
                                n.seq_q - 1}) {

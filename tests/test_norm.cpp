@@ -324,10 +324,11 @@ TEST_CASE_TEMPLATE("layernorm's and rmsnorm's GPU path (rows held in registers) 
   check_register_norms<T, 16>();
 }
 
-TEST_CASE("layernorm of large entries: no overflow short of the squared deviations', the bias past it, on every path") {
+TEST_CASE("layernorm of large entries: normalized on every path, their squared deviations past FLT_MAX too") {
   // 768 columns, weight 1, bias 0.25. Row 0: m - d and m + d alternating, m = 1e24 (d its unit
   // in the last place, 7.2e16): normalized -1 and +1. Row 1: the same about 1e28, whose squared
-  // deviations (1.4e42) overflow: the bias. Rows 2 and 3: constant 3e37 (the sum overflows) and
+  // deviations (1.4e42) overflow, so they are taken again in units of 2^-80: -1 and +1 too
+  // (before, the scale 0: the bias). Rows 2 and 3: constant 3e37 (the sum overflows) and
   // 1e30: the bias. The sum of the deviations from the rounded mean, n times its rounding, had
   // overflowed in its square: rows 0 and 1 came out +-2.3e19 and NaN on the portable and the
   // register (GPU) paths; the constant rows NaN (row 2 on the vector path too).
@@ -340,6 +341,7 @@ TEST_CASE("layernorm of large entries: no overflow short of the squared deviatio
       hx(r, c) = c % 2 ? std::nextafter(m, std::numeric_limits<float>::infinity()) : std::nextafter(m, 0.0f);
     }
     want[c] += c % 2 ? 1.0 : -1.0;
+    want[cols + c] = want[c];
     hx(2, c) = 3e37f;
     hx(3, c) = 1e30f;
   }
@@ -521,9 +523,12 @@ TEST_CASE("norms work in place; a zero row normalizes to 0") {
 TEST_CASE_TEMPLATE("a NaN or an infinity in a row: layernorm's row all NaN, rmsnorm's x / sqrt(inf)", T,
                    ROOFTOP_ML_DTYPES) {
   // Rows of 8 (shorter than the one-pass shift's 16 values), 40 and 4099 (the vector paths,
-  // the bad value inside or outside the shift's first 16) and 512 (whole lines): row 1 holds
-  // the bad value at `at`, rows 0 and 2 are finite and stay as they are normalized.
+  // the bad value inside or outside the shift's first 16) and 512 (whole lines), and the GPU's
+  // rows held in registers: row 1 holds the bad value at `at`, rows 0 and 2 are finite and stay
+  // as they are normalized.
   const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
+  const int team = test::max_team_size();
+  const test::Vector<T> none;
   for (const std::size_t threshold : test::store_thresholds)
     for (const std::int64_t cols : {8, 40, 512, 4099})
       for (const std::int64_t at : {std::int64_t{0}, cols - 1})
@@ -535,10 +540,14 @@ TEST_CASE_TEMPLATE("a NaN or an infinity in a row: layernorm's row all NaN, rmsn
           test::StreamingThreshold stores(threshold);
           const auto x = rows_with<T>(cols, at, bad);
           const auto hx = host(x);
-          for (const bool rms : {false, true}) {
+          for (const bool rms : {false, true})
+          for (const bool registers : {false, true}) {
             CAPTURE(rms);
+            CAPTURE(registers);
             auto y = test::poisoned_matrix<T>(3, cols);
-            if (rms) {
+            if (registers) {
+              register_norm<8>(rms, team, x, y, rms ? 1e-6f : 1e-5f, none, none);
+            } else if (rms) {
               rooftop::rmsnorm(Exec(), x, y, 1e-6);
             } else {
               rooftop::layernorm(Exec(), x, y, 1e-5);
@@ -560,11 +569,15 @@ TEST_CASE_TEMPLATE("a NaN or an infinity in a row: layernorm's row all NaN, rmsn
         }
 }
 
-TEST_CASE_TEMPLATE("rows whose squares overflow fp32: layernorm gives the bias, rmsnorm 0", T, float, bf16) {
-  // One entry of 1e20 or -3e19 (squares beyond FLT_MAX; fp16 cannot hold them) in row 1, inside
-  // and outside the one-pass shift's first 16 values, rows of 13 to 4099 (the vector paths'
-  // one pass, the row runs, the portable rows): the variance is inf, the scale 0, so every
-  // entry of the row is exactly the bias (0 without one). Rows 0 and 2 are normalized as usual.
+TEST_CASE_TEMPLATE("rows whose squares overflow fp32 are normalized too, on every path", T, float, bf16) {
+  // Row 1: one entry of 1e20 or -3e19 (squares beyond FLT_MAX; fp16 cannot hold them), inside
+  // and outside the one-pass shift's first 16 values; row 3: every entry times 1e30. Rows of 13
+  // to 4099 (the vector paths' one pass, the row runs), LayoutLeft (the portable rows) and the
+  // GPU's rows held in registers. Their sums of squares (and squared deviations) overflow fp32,
+  // so the statistics are taken again in units of 2^-80; before, the scale came out 0 and
+  // every entry of those rows the bias (0 without one). Rows 0 and 2 as usual.
+  const int team = test::max_team_size();
+  const test::Vector<T> none;
   for (const std::size_t threshold : test::store_thresholds)
     for (const std::int64_t cols : {13, 17, 64, 768, 4099})
       for (const std::int64_t at : {std::int64_t{0}, std::int64_t{5}, cols - 1})
@@ -574,29 +587,39 @@ TEST_CASE_TEMPLATE("rows whose squares overflow fp32: layernorm gives the bias, 
           CAPTURE(at);
           CAPTURE(big);
           test::StreamingThreshold stores(threshold);
-          const auto x = rows_with<T>(cols, at, big);
+          const auto three = rows_with<T>(cols, at, big);
+          auto x = test::random_matrix<T>(4, cols, -3, 3);
+          Kokkos::deep_copy(Kokkos::subview(x, std::make_pair(0, 3), Kokkos::ALL), three);
+          test::edit(x, [&](const auto& hx) {
+            for (std::int64_t c = 0; c < cols; ++c) hx(3, c) = T(float(hx(3, c)) * 1e30f);
+          });
+          const auto hx = host(x);
           const auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
-          const auto hb = host(b);
           for (const bool rms : {false, true})
-            for (const bool affine : {false, true}) {
-              CAPTURE(rms);
-              CAPTURE(affine);
-              auto y = test::poisoned_matrix<T>(3, cols);
-              if (rms) {
-                if (affine) rooftop::rmsnorm(Exec(), x, y, 1e-6, w);
-                else rooftop::rmsnorm(Exec(), x, y, 1e-6);
-              } else {
-                if (affine) rooftop::layernorm(Exec(), x, y, 1e-5, w, b);
-                else rooftop::layernorm(Exec(), x, y, 1e-5);
+            for (const bool affine : {false, true})
+              for (const int path : {0, 1, 2}) {
+                CAPTURE(rms);
+                CAPTURE(affine);
+                CAPTURE(path);
+                const double eps = rms ? 1e-6 : 1e-5;
+                const auto& wp = affine ? w : none;
+                const auto& bp = affine && !rms ? b : none;
+                auto y = test::poisoned_matrix<T>(4, cols);
+                if (path == 0) {
+                  if (rms) rooftop::rmsnorm(Exec(), x, y, eps, wp);
+                  else rooftop::layernorm(Exec(), x, y, eps, wp, bp);
+                } else if (path == 1) {
+                  Kokkos::View<T**, Kokkos::LayoutLeft, BackendMemory> x_left("x_left", 4, cols), y_left("y_left", 4, cols);
+                  Kokkos::deep_copy(x_left, x);
+                  Kokkos::deep_copy(y_left, y);
+                  if (rms) rooftop::rmsnorm(Exec(), x_left, y_left, eps, wp);
+                  else rooftop::layernorm(Exec(), x_left, y_left, eps, wp, bp);
+                  Kokkos::deep_copy(y, y_left);
+                } else {
+                  register_norm<8>(rms, team, x, y, static_cast<float>(eps), wp, bp);
+                }
+                check_norm<T>(normalize_rows(hx, cols, eps, rms), cols, host(wp), host(bp), host(y));
               }
-              const auto hy = host(y);
-              for (std::int64_t c = 0; c < cols; ++c) {
-                CAPTURE(c);
-                REQUIRE(hy[cols + c] == (affine && !rms ? hb[c] : 0.0));
-                REQUIRE(std::isfinite(hy[c]));
-                REQUIRE(std::isfinite(hy[2 * cols + c]));
-              }
-            }
         }
 }
 

@@ -364,6 +364,61 @@ TEST_CASE("spmv_cost: FLOPs 2 per entry; values, indices, row_ptr, x once, y wri
   CHECK(h.bytes == 352 * 2 + 352 * 8 + 65 * 8 + 64 * 2 + 2 * 64 * 2);
 }
 
+namespace {
+/// A (rows, cols) matrix whose arrays are filled as given, unchecked (as a caller's own code
+/// fills them), values 1.
+template <class Index>
+Csr<float, Index, Memory> by_hand(std::int64_t rows, std::int64_t cols, const std::vector<Index>& row_ptr,
+                                  const std::vector<Index>& col_idx) {
+  Csr<float, Index, Memory> A(rows, cols, static_cast<std::int64_t>(col_idx.size()));
+  auto hp = Kokkos::create_mirror_view(A.row_ptr);
+  auto hc = Kokkos::create_mirror_view(A.col_idx);
+  for (std::size_t i = 0; i < row_ptr.size(); ++i) hp(i) = row_ptr[i];
+  for (std::size_t i = 0; i < col_idx.size(); ++i) hc(i) = col_idx[i];
+  Kokkos::deep_copy(A.row_ptr, hp);
+  Kokkos::deep_copy(A.col_idx, hc);
+  Kokkos::deep_copy(A.values, 1.0f);
+  return A;
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("check_csr: the generators' and valid hand-filled matrices pass, the first invalid row or entry is named",
+                   Index, std::int32_t, std::int64_t) {
+  check_csr(Exec(), laplacian_3d<float, Index>(Exec(), 7, 5, 3));
+  check_csr(random_csr<float, Index>(Exec(), 300, 200, 9, 4));
+  check_csr(Exec(), by_hand<Index>(0, 0, {0}, {}));
+  check_csr(Exec(), by_hand<Index>(4, 3, {0, 2, 2, 3, 3}, {2, 0, 1}));  // empty rows; columns unsorted
+  using V = std::vector<Index>;
+  CHECK_THROWS_WITH_AS(check_csr(Exec(), by_hand<Index>(2, 3, V{1, 1, 2}, V{0, 1})),
+                       "check_csr: row_ptr runs from 1 to 2 (expected 0 to 2)", rooftop::Error);
+  CHECK_THROWS_WITH_AS(check_csr(Exec(), by_hand<Index>(2, 3, V{0, 1, 1}, V{0, 1})),
+                       "check_csr: row_ptr runs from 0 to 1 (expected 0 to 2)", rooftop::Error);
+  CHECK_THROWS_WITH_AS(check_csr(Exec(), by_hand<Index>(3, 3, V{0, 2, 1, 2}, V{0, 1})),
+                       "check_csr: row_ptr(1) is 2 but row_ptr(2) is 1", rooftop::Error);
+  CHECK_THROWS_WITH_AS(check_csr(Exec(), by_hand<Index>(3, 3, V{0, 5, 1, 2}, V{0, 1})),
+                       "check_csr: row 0 runs from 0 to 5, outside the 2 entries", rooftop::Error);
+  // The first bad row of many (the pass runs them in parallel), a column past the end and a
+  // negative one.
+  V row_ptr{0}, col_idx;
+  for (Index r = 0; r < 1000; ++r) {
+    col_idx.push_back(r % 50);
+    col_idx.push_back((r + 1) % 50);
+    row_ptr.push_back(static_cast<Index>(col_idx.size()));
+  }
+  col_idx[2 * 700 + 1] = 50;
+  col_idx[2 * 900] = -1;
+  CHECK_THROWS_WITH_AS(check_csr(Exec(), by_hand<Index>(1000, 50, row_ptr, col_idx)),
+                       "check_csr: col_idx(1401) (row 700) is 50, outside the 50 columns", rooftop::Error);
+  col_idx[2 * 700 + 1] = 0;
+  CHECK_THROWS_WITH_AS(check_csr(Exec(), by_hand<Index>(1000, 50, row_ptr, col_idx)),
+                       "check_csr: col_idx(1800) (row 900) is -1, outside the 50 columns", rooftop::Error);
+  col_idx[2 * 900] = 7;
+  check_csr(Exec(), by_hand<Index>(1000, 50, row_ptr, col_idx));
+  auto A = by_hand<Index>(1000, 50, row_ptr, col_idx);
+  A.rows = 999;
+  CHECK_THROWS_WITH_AS(check_csr(Exec(), A), "check_csr: A has 999 rows but row_ptr is 1001 (expected 1000)", rooftop::Error);
+}
+
 TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and extents") {
   const auto A = random_csr<float, std::int32_t>(Exec(), 11, 12, 3, 1);
   const auto x = test::random_vector<float>(12);
