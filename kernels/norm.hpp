@@ -85,7 +85,8 @@ KOKKOS_FORCEINLINE_FUNCTION float norm_scale(float v) { return v == 0.0f ? 0.0f 
 /// FLT_MAX takes them again: entries times 2^-80 (exact: a power of two) square to at most
 /// (FLT_MAX 2^-80)^2 = 7.9e28, so up to 2^32 columns of them sum within fp32, and the
 /// squares that matter (the row's largest, from about 1.8e19 / sqrt(cols)) stay normal floats.
-/// The scale is then 2^-80 / sqrt(var' + eps 2^-160), var' the scaled variance.
+/// The scale is then 2^-80 / sqrt(var' + eps 2^-160), var' the scaled variance (at least
+/// FLT_MAX 2^-160 / cols, about 2.3e-10 / cols, where eps 2^-160 is 0 in fp32 for eps < 2^11).
 inline constexpr float norm_overflow_unit = 0x1p-80f;
 
 /// rmsnorm's scale 1 / sqrt(mean(x^2) + eps) from a row's sum of squares; where that sum is
@@ -116,8 +117,12 @@ KOKKOS_INLINE_FUNCTION float rms_scale(float squares, float inv_cols, float eps,
 /// made the variance -Inf, clamped to 0: entries 1e24 +- 3.6e16 came out 2.3e19). A dev2 past
 /// FLT_MAX even from there (finite entries whose squared deviations overflow) takes the
 /// deviations once more in norm_overflow_unit, `scaled_deviations(from)`: the sums of
-/// (x - from) 2^-80, each taken as x 2^-80 - from 2^-80 (exact scalings, so the same roundings,
-/// and no overflow in x - from).
+/// (x - from) 2^-80, each taken as x 2^-80 - from 2^-80 (exact scalings, so the same
+/// roundings, and no overflow in x - from), corrected once more in that unit where mean0 lies
+/// more than a standard deviation off. A dev past FLT_MAX (finite deviations, their sum not:
+/// 384 x 2e38 then 384 x -2e38) corrects nothing (it had made mean0 infinite and the row NaN).
+/// Rows whose squared deviations stay finite compute what they did before these passes, bit
+/// for bit.
 template <class Deviations, class ScaledDeviations>
 KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, SumPair dev, float inv_cols, float eps,
                                                  const Deviations& deviations, const ScaledDeviations& scaled_deviations,
@@ -125,19 +130,25 @@ KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, SumPair dev, float
   constexpr float inf = std::numeric_limits<float>::infinity();
   float cancelled = dev.a * inv_cols * dev.a;
   if (cancelled > 0.5f * dev.b || cancelled == inf || dev.b == inf) {
-    mean0 += dev.a * inv_cols;
+    if (dev.a - dev.a == 0.0f) mean0 += dev.a * inv_cols;
     dev = deviations(mean0);
+    if (dev.b == inf) {
+      constexpr float unit = norm_overflow_unit;
+      SumPair s = scaled_deviations(mean0);
+      if (s.a * inv_cols * s.a > 0.5f * s.b) {
+        mean0 += s.a * inv_cols / unit;
+        s = scaled_deviations(mean0);
+      }
+      mean = mean0 + s.a * inv_cols / unit;
+      const float var = (s.b - s.a * inv_cols * s.a) * inv_cols;
+      rstd = unit * norm_scale((var < 0 ? 0.0f : var) + eps * unit * unit);  // (eps 2^-160: 0 for eps < 2^11)
+      return;
+    }
     cancelled = dev.a * inv_cols * dev.a;
   }
-  float unit = 1.0f;
-  if (dev.b == inf) {
-    unit = norm_overflow_unit;
-    dev = scaled_deviations(mean0);
-    cancelled = dev.a * inv_cols * dev.a;
-  }
-  mean = mean0 + dev.a * inv_cols / unit;
-  const float var = dev.b == inf ? inf : (dev.b - cancelled) * inv_cols;
-  rstd = unit * norm_scale((var < 0 ? 0.0f : var) + eps * unit * unit);
+  mean = mean0 + dev.a * inv_cols;
+  const float var = (dev.b - cancelled) * inv_cols;
+  rstd = norm_scale((var < 0 ? 0.0f : var) + eps);
 }
 
 /// The sums of a row's deviations from `from` and of their squares, in norm_overflow_unit
@@ -161,13 +172,14 @@ inline float scaled_square_sum(std::int64_t cols, const Value& value) {
   return scaled_deviation_sums(cols, 0.0f, value).b;
 }
 
-/// A row's mean0 (layernorm_statistics) from the sum of its entries; where that sum overflows
-/// (finite entries, 3e37 x 768), from the sum of the entries times inv_cols, `scaled_sum()`
-/// (an infinite entry keeps it infinite: the row comes out NaN).
+/// A row's mean0 (layernorm_statistics) from the sum of its entries; where that sum is not
+/// finite, from the sum of the entries times inv_cols, `scaled_sum()`: finite entries whose sum
+/// overflows (3e37 x 768), or whose partial sums overflow both ways, +Inf + -Inf = NaN (2e38 and
+/// -2e38 alternating, summed in strided partials: the row had come out NaN). An infinite or NaN
+/// entry keeps it infinite or NaN: the row comes out NaN.
 template <class ScaledSum>
 KOKKOS_INLINE_FUNCTION float layernorm_mean0(float sum, float inv_cols, const ScaledSum& scaled_sum) {
-  constexpr float inf = std::numeric_limits<float>::infinity();
-  return sum == inf || sum == -inf ? scaled_sum() : sum * inv_cols;
+  return sum - sum == 0.0f ? sum * inv_cols : scaled_sum();
 }
 
 /// layernorm (rms false) or rmsnorm (rms true, bias empty) of rows held in registers
@@ -781,9 +793,11 @@ on_exec_space_t<Exec> rmsnorm(const Exec& exec, const X& x, const Y& y, double e
                            if constexpr (detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)>) {
                              if (vector_layout) {
                                const auto* const in = &x(r.row, 0);
-                               // (RmsStats::whole's operations written out: through it, GCC's code
+                               // (The sum written out, not RmsStats::whole: through it, GCC's code
                                // for these rows ran slower, fp32 85x768 in L2, one thread, a
-                               // scratch program: 4.6-4.8 us this way, 5.0-5.1 through it.)
+                               // scratch program: 4.6-4.8 us this way, 5.0-5.1 through it;
+                               // measured before RmsStats::scale, whose extra pass only rows whose
+                               // squares overflow take, replaced norm_scale here.)
                                const float rrms = detail::RmsStats{inv_cols, e}.scale(cpu::row_sum_squares(in, cols), in, cols);
                                detail::norm_vector_row(r, x, y, detail::NormScale{0.0f, rrms}, weight, no_bias);
                                return;

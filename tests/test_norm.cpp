@@ -331,8 +331,11 @@ TEST_CASE("layernorm of large entries: normalized on every path, their squared d
   // (before, the scale 0: the bias). Rows 2 and 3: constant 3e37 (the sum overflows) and
   // 1e30: the bias. The sum of the deviations from the rounded mean, n times its rounding, had
   // overflowed in its square: rows 0 and 1 came out +-2.3e19 and NaN on the portable and the
-  // register (GPU) paths; the constant rows NaN (row 2 on the vector path too).
-  const std::int64_t rows = 4, cols = 768;
+  // register (GPU) paths; the constant rows NaN (row 2 on the vector path too). Rows 4 and 5:
+  // 384 x 2e38 then 384 x -2e38, and the two alternating: -1 and +1, though the deviations'
+  // sum overflows in partial sums (it had made the mean infinite: all NaN). Row 6: 3e38 but
+  // -3e38 at column 100, whose x - mean overflows: -Inf there, the others normalized.
+  const std::int64_t rows = 7, cols = 768;
   Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> hx("hx", rows, cols);
   std::vector<double> want(rows * cols, 0.25);
   for (std::int64_t c = 0; c < cols; ++c) {
@@ -344,6 +347,17 @@ TEST_CASE("layernorm of large entries: normalized on every path, their squared d
     want[cols + c] = want[c];
     hx(2, c) = 3e37f;
     hx(3, c) = 1e30f;
+    hx(4, c) = c < cols / 2 ? 2e38f : -2e38f;
+    want[4 * cols + c] += c < cols / 2 ? 1.0 : -1.0;
+    hx(5, c) = c % 2 ? 2e38f : -2e38f;
+    want[5 * cols + c] += c % 2 ? 1.0 : -1.0;
+    hx(6, c) = c == 100 ? -3e38f : 3e38f;
+  }
+  {
+    std::vector<double> row6(cols), out6(cols);
+    for (std::int64_t c = 0; c < cols; ++c) row6[c] = hx(6, c);
+    reference::layernorm_row(row6.data(), cols, 1e-5, nullptr, nullptr, out6.data());
+    for (std::int64_t c = 0; c < cols; ++c) want[6 * cols + c] = c == 100 ? -HUGE_VAL : out6[c] + 0.25;
   }
   test::Matrix<float> x("x", rows, cols);
   Kokkos::deep_copy(x, hx);
@@ -354,7 +368,8 @@ TEST_CASE("layernorm of large entries: normalized on every path, their squared d
     for (std::int64_t r = 0; r < rows; ++r) {
       std::int64_t bad = 0, first = -1;
       for (std::int64_t c = 0; c < cols; ++c)
-        if (!(std::abs(y[r * cols + c] - want[r * cols + c]) <= 1e-5) && bad++ == 0) first = c;
+        if (!(y[r * cols + c] == want[r * cols + c] || std::abs(y[r * cols + c] - want[r * cols + c]) <= 1e-5) && bad++ == 0)
+          first = c;
       CAPTURE(r);
       CAPTURE(first);
       CHECK_MESSAGE(bad == 0, bad, " wrong, the first ", first < 0 ? 0.0 : y[r * cols + first], " for ", first < 0 ? 0.0 : want[r * cols + first]);
