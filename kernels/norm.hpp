@@ -135,11 +135,13 @@ KOKKOS_INLINE_FUNCTION void layernorm_statistics(float mean0, SumPair dev, float
     if (dev.b == inf) {
       constexpr float unit = norm_overflow_unit;
       SumPair s = scaled_deviations(mean0);
+      // (Corrections added in that unit: mean0 may lie more than FLT_MAX from the mean, the
+      // host's one-pass shift being the first value where the first 16 sum past FLT_MAX.)
       if (s.a * inv_cols * s.a > 0.5f * s.b) {
-        mean0 += s.a * inv_cols / unit;
+        mean0 = (mean0 * unit + s.a * inv_cols) / unit;
         s = scaled_deviations(mean0);
       }
-      mean = mean0 + s.a * inv_cols / unit;
+      mean = (mean0 * unit + s.a * inv_cols) / unit;
       const float var = (s.b - s.a * inv_cols * s.a) * inv_cols;
       rstd = unit * norm_scale((var < 0 ? 0.0f : var) + eps * unit * unit);  // (eps 2^-160: 0 for eps < 2^11)
       return;

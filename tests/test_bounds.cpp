@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <csignal>
 #include <cstdint>
 #include <random>
@@ -115,6 +116,14 @@ auto view_of(const Guarded<T>& g, Extents... extents) {
 
 const Flush flushes[] = {Flush::end, Flush::start};
 
+/// Where a case's inputs and its outputs lie: the same way (the same offsets from a line), or
+/// the other way (an input and an output at different offsets from a line).
+struct Placement {
+  Flush in, out;
+};
+const Placement placements[] = {{Flush::end, Flush::end}, {Flush::start, Flush::start}, {Flush::end, Flush::start},
+                                {Flush::start, Flush::end}};
+
 /// Lengths that end a register of 8 or 16 lanes, a 64-byte line and the larger blocks of the
 /// host's loops anywhere.
 const std::int64_t lengths[] = {1, 3, 7, 15, 16, 17, 31, 33, 63, 65, 127, 257, 1000, 4097, 65537};
@@ -128,9 +137,12 @@ TEST_CASE("bounds: the guard pages fault, one element past either end") {
     CAPTURE(flush == Flush::end);
     Guarded<float> g(33, flush);
     g.random(-1, 1);
+    std::fflush(stdout);
+    std::fflush(stderr);
     const pid_t child = fork();
     REQUIRE(child >= 0);
     if (child == 0) {
+      std::signal(SIGSEGV, SIG_DFL);  // (not doctest's handler, which reports a crash)
       const volatile float* p = g.data();
       const volatile float v = flush == Flush::end ? p[g.size()] : p[-1];
       (void)v;
@@ -145,13 +157,14 @@ TEST_CASE("bounds: the guard pages fault, one element past either end") {
 
 TEST_CASE_TEMPLATE("bounds: elementwise ops and reductions stay within their arrays", T, ROOFTOP_DTYPES) {
   for (const std::size_t threshold : test::store_thresholds)
-    for (const Flush flush : flushes)
+    for (const Placement at : placements)
       for (const std::int64_t n : lengths) {
         CAPTURE(threshold);
         CAPTURE(n);
-        CAPTURE(flush == Flush::end);
+        CAPTURE(at.in == Flush::end);
+        CAPTURE(at.out == Flush::end);
         test::StreamingThreshold stores(threshold);
-        Guarded<T> gx(n, flush), gy(n, flush), gz(n, flush);
+        Guarded<T> gx(n, at.in), gy(n, at.in), gz(n, at.out);
         gx.random(-3, 3);
         gy.random(-3, 3);
         const auto x = view_of(gx, n), y = view_of(gy, n), z = view_of(gz, n);
@@ -180,63 +193,89 @@ TEST_CASE_TEMPLATE("bounds: elementwise ops and reductions stay within their arr
 }
 
 TEST_CASE_TEMPLATE("bounds: row ops stay within their arrays", T, ROOFTOP_ML_DTYPES) {
-  const std::int64_t widths[] = {1, 7, 13, 16, 33, 65, 773, 4173};
+  // Widths of whole lines too (the host's runs of rows, 2-byte pairs, streamed rows), rows of 3
+  // and 8 (runs of one and of two rows at a time), and one row past softmax's split.
+  const std::int64_t widths[] = {1, 7, 13, 16, 32, 33, 64, 65, 256, 773, 1024, 4096, 4173};
   for (const std::size_t threshold : test::store_thresholds)
-    for (const Flush flush : flushes)
-      for (const std::int64_t cols : widths) {
-        const std::int64_t rows = 3;
-        CAPTURE(threshold);
-        CAPTURE(cols);
-        CAPTURE(flush == Flush::end);
-        test::StreamingThreshold stores(threshold);
-        Guarded<T> gx(rows * cols, flush), gy(rows * cols, flush), gw(cols, flush), gb(cols, flush);
-        gx.random(-3, 3);
-        gw.random(0.5, 1.5);
-        gb.random(-1, 1);
-        const auto x = view_of(gx, rows, cols), y = view_of(gy, rows, cols);
-        const auto w = view_of(gw, cols), b = view_of(gb, cols);
-        auto out = [&](const auto& run) {
-          gy.poison();
-          run();
-          Kokkos::fence();
-          CHECK(gy.finite());
-        };
-        out([&] { bias_add(Exec(), x, b, y); });
-        out([&] { bias_gelu(Exec(), x, b, y); });
-        out([&] { bias_gelu_dropout(Exec(), x, b, y, 0.25, 7, 3); });
-        out([&] { softmax(Exec(), x, y); });
-        out([&] { layernorm(Exec(), x, y, 1e-5, w, b); });
-        out([&] { rmsnorm(Exec(), x, y, 1e-6, w); });
-        Guarded<T> gt(cols * rows, flush);
-        const auto t = view_of(gt, cols, rows);
-        gt.poison();
-        transpose(Exec(), x, t);
-        CHECK(gt.finite());
-        gt.poison();
-        transpose_naive(Exec(), x, t);
-        CHECK(gt.finite());
-        // embedding: the table is x (3 rows), ids at either end of it.
-        const std::int64_t tokens = 5;
-        Guarded<std::int32_t> gi(tokens, flush);
-        for (std::int64_t i = 0; i < tokens; ++i) gi.data()[i] = static_cast<std::int32_t>((i * 2) % rows);
-        Guarded<T> ge(tokens * cols, flush);
-        ge.poison();
-        embedding(Exec(), x, view_of(gi, tokens), view_of(ge, tokens, cols));
-        CHECK(ge.finite());
-      }
+    for (const Placement at : placements)
+      for (const std::int64_t rows : {3, 8})
+        for (const std::int64_t cols : widths) {
+          CAPTURE(threshold);
+          CAPTURE(rows);
+          CAPTURE(cols);
+          CAPTURE(at.in == Flush::end);
+          CAPTURE(at.out == Flush::end);
+          test::StreamingThreshold stores(threshold);
+          Guarded<T> gx(rows * cols, at.in), gy(rows * cols, at.out), gw(cols, at.in), gb(cols, at.in);
+          gx.random(-3, 3);
+          gw.random(0.5, 1.5);
+          gb.random(-1, 1);
+          const auto x = view_of(gx, rows, cols), y = view_of(gy, rows, cols);
+          const auto w = view_of(gw, cols), b = view_of(gb, cols);
+          const typename Unmanaged<T, 1>::type none;
+          auto out = [&](const auto& run) {
+            gy.poison();
+            run();
+            Kokkos::fence();
+            CHECK(gy.finite());
+          };
+          out([&] { bias_add(Exec(), x, b, y); });
+          out([&] { bias_gelu(Exec(), x, b, y); });
+          out([&] { bias_gelu(Exec(), x, b, y, Gelu::erf); });
+          out([&] { bias_gelu_dropout(Exec(), x, b, y, 0.25, 7, 3); });
+          out([&] { softmax(Exec(), x, y); });
+          out([&] { layernorm(Exec(), x, y, 1e-5, w, b); });
+          out([&] { layernorm(Exec(), x, y, 1e-5, none, none); });
+          out([&] { rmsnorm(Exec(), x, y, 1e-6, w); });
+          out([&] { rmsnorm(Exec(), x, y, 1e-6, none); });
+          // transpose there and back: outputs of short rows, then of long ones.
+          Guarded<T> gt(cols * rows, at.out);
+          const auto t = view_of(gt, cols, rows);
+          gt.poison();
+          transpose(Exec(), x, t);
+          CHECK(gt.finite());
+          out([&] { transpose(Exec(), t, y); });
+          gt.poison();
+          transpose_naive(Exec(), x, t);
+          CHECK(gt.finite());
+          out([&] { transpose_naive(Exec(), t, y); });
+          // embedding: the table is x, ids at either end of theirs.
+          const std::int64_t tokens = 5;
+          Guarded<std::int32_t> gi(tokens, at.in);
+          for (std::int64_t i = 0; i < tokens; ++i) gi.data()[i] = static_cast<std::int32_t>((i * 2) % rows);
+          Guarded<T> ge(tokens * cols, at.out);
+          ge.poison();
+          embedding(Exec(), x, view_of(gi, tokens), view_of(ge, tokens, cols));
+          CHECK(ge.finite());
+        }
+  // One row of more than detail::split_softmax_from entries: cut into pieces.
+  for (const Placement at : placements) {
+    const std::int64_t cols = detail::split_softmax_from + 77;
+    Guarded<T> gx(cols, at.in), gy(cols, at.out);
+    gx.random(-3, 3);
+    gy.poison();
+    softmax(Exec(), view_of(gx, 1, cols), view_of(gy, 1, cols));
+    Kokkos::fence();
+    CHECK(gy.finite());
+  }
 }
 
 TEST_CASE_TEMPLATE("bounds: gemm, attention, stencil and spmv stay within their arrays", T, ROOFTOP_DTYPES) {
-  for (const Flush flush : flushes) {
-    CAPTURE(flush == Flush::end);
+  for (const Placement at : placements) {
+    CAPTURE(at.in == Flush::end);
+    CAPTURE(at.out == Flush::end);
+    const Flush flush = at.in;
     for (const std::int64_t n : {1, 5, 17, 33, 70}) {
       CAPTURE(n);
-      // gemm: (n, n + 3) times (n + 3, n + 1), each operand transposed or not.
+      // gemm: (n, n + 3) times (n + 3, n + 1), each operand transposed or not; beta 0 (C not
+      // read) and 0.5 (C read); batched, 2 of each.
       const std::int64_t k = n + 3, m = n + 1;
-      Guarded<T> ga(n * k, flush), gb(k * m, flush);
-      Guarded<compute_t<T>> gc(n * m, flush);
+      Guarded<T> ga(n * k, flush), gb(k * m, flush), ga3(2 * n * k, flush), gb3(2 * k * m, flush);
+      Guarded<compute_t<T>> gc(n * m, at.out), gc3(2 * n * m, at.out);
       ga.random(-1, 1);
       gb.random(-1, 1);
+      ga3.random(-1, 1);
+      gb3.random(-1, 1);
       for (const Trans ta : {Trans::none, Trans::transpose})
         for (const Trans tb : {Trans::none, Trans::transpose}) {
           const auto a = ta == Trans::none ? view_of(ga, n, k) : view_of(ga, k, n);
@@ -245,13 +284,22 @@ TEST_CASE_TEMPLATE("bounds: gemm, attention, stencil and spmv stay within their 
           gemm(Exec(), ta, a, tb, b, view_of(gc, n, m));
           Kokkos::fence();
           CHECK(gc.finite());
+          gemm(Exec(), ta, a, tb, b, view_of(gc, n, m), 2.0, 0.5);
+          Kokkos::fence();
+          CHECK(gc.finite());
+          const auto a3 = ta == Trans::none ? view_of(ga3, 2, n, k) : view_of(ga3, 2, k, n);
+          const auto b3 = tb == Trans::none ? view_of(gb3, 2, k, m) : view_of(gb3, 2, m, k);
+          gc3.poison();
+          gemm(Exec(), ta, a3, tb, b3, view_of(gc3, 2, n, m));
+          Kokkos::fence();
+          CHECK(gc3.finite());
         }
       // attention: (1, 2, n, d) queries, (1, 2, n + 2, d) keys and values (fp32 math: not fp64).
       if constexpr (!std::is_same_v<T, double>) {
         for (const std::int64_t d : {8, 64, 80}) {
           CAPTURE(d);
           const std::int64_t sk = n + 2;
-          Guarded<T> gq(2 * n * d, flush), gk(2 * sk * d, flush), gv(2 * sk * d, flush), go(2 * n * d, flush);
+          Guarded<T> gq(2 * n * d, flush), gk(2 * sk * d, flush), gv(2 * sk * d, flush), go(2 * n * d, at.out);
           gq.random(-1, 1);
           gk.random(-1, 1);
           gv.random(-1, 1);
@@ -265,7 +313,7 @@ TEST_CASE_TEMPLATE("bounds: gemm, attention, stencil and spmv stay within their 
         }
       }
       // stencil on an (n, n + 1, n + 2) grid.
-      Guarded<T> gin(n * (n + 1) * (n + 2), flush), gout(n * (n + 1) * (n + 2), flush);
+      Guarded<T> gin(n * (n + 1) * (n + 2), flush), gout(n * (n + 1) * (n + 2), at.out);
       gin.random(-1, 1);
       gout.poison();
       stencil(Exec(), view_of(gin, n, n + 1, n + 2), view_of(gout, n, n + 1, n + 2), 0.5, 1.0 / 12);
@@ -274,7 +322,7 @@ TEST_CASE_TEMPLATE("bounds: gemm, attention, stencil and spmv stay within their 
       // spmv: the 3D Laplacian of the same grid, its arrays copied into guarded ones.
       const auto L = laplacian_3d<T, std::int32_t>(Exec(), n, n + 1, n + 2);
       Guarded<std::int32_t> gp(L.rows + 1, flush), gcol(L.nnz(), flush);
-      Guarded<T> gval(L.nnz(), flush), gxv(L.cols, flush), gyv(L.rows, flush);
+      Guarded<T> gval(L.nnz(), flush), gxv(L.cols, flush), gyv(L.rows, at.out);
       Kokkos::deep_copy(view_of(gp, L.rows + 1), L.row_ptr);
       Kokkos::deep_copy(view_of(gcol, L.nnz()), L.col_idx);
       Kokkos::deep_copy(view_of(gval, L.nnz()), L.values);
@@ -286,7 +334,11 @@ TEST_CASE_TEMPLATE("bounds: gemm, attention, stencil and spmv stay within their 
       A.values = view_of(gval, L.nnz());
       gxv.random(-1, 1);
       gyv.poison();
+      check_csr(Exec(), A);
       spmv(Exec(), A, view_of(gxv, L.cols), view_of(gyv, L.rows));
+      Kokkos::fence();
+      CHECK(gyv.finite());
+      spmv(Exec(), 0.5, A, view_of(gxv, L.cols), 2.0, view_of(gyv, L.rows));  // y read too
       Kokkos::fence();
       CHECK(gyv.finite());
     }

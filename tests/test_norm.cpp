@@ -334,8 +334,11 @@ TEST_CASE("layernorm of large entries: normalized on every path, their squared d
   // register (GPU) paths; the constant rows NaN (row 2 on the vector path too). Rows 4 and 5:
   // 384 x 2e38 then 384 x -2e38, and the two alternating: -1 and +1, though the deviations'
   // sum overflows in partial sums (it had made the mean infinite: all NaN). Row 6: 3e38 but
-  // -3e38 at column 100, whose x - mean overflows: -Inf there, the others normalized.
-  const std::int64_t rows = 7, cols = 768;
+  // -3e38 at column 100, whose x - mean overflows: -Inf there, the others normalized. Row 7:
+  // 16 x 3e38, then -3e38: +Inf at the first 16 (x - mean overflows), the others normalized;
+  // the host's one-pass shift is its first value there, more than FLT_MAX from the mean (the
+  // correction in units of 2^-80 had overflowed: all NaN).
+  const std::int64_t rows = 8, cols = 768;
   Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> hx("hx", rows, cols);
   std::vector<double> want(rows * cols, 0.25);
   for (std::int64_t c = 0; c < cols; ++c) {
@@ -352,13 +355,16 @@ TEST_CASE("layernorm of large entries: normalized on every path, their squared d
     hx(5, c) = c % 2 ? 2e38f : -2e38f;
     want[5 * cols + c] += c % 2 ? 1.0 : -1.0;
     hx(6, c) = c == 100 ? -3e38f : 3e38f;
+    hx(7, c) = c < 16 ? 3e38f : -3e38f;
   }
-  {
-    std::vector<double> row6(cols), out6(cols);
-    for (std::int64_t c = 0; c < cols; ++c) row6[c] = hx(6, c);
-    reference::layernorm_row(row6.data(), cols, 1e-5, nullptr, nullptr, out6.data());
-    for (std::int64_t c = 0; c < cols; ++c) want[6 * cols + c] = c == 100 ? -HUGE_VAL : out6[c] + 0.25;
+  for (const std::int64_t r : {6, 7}) {
+    std::vector<double> row(cols), out(cols);
+    for (std::int64_t c = 0; c < cols; ++c) row[c] = hx(r, c);
+    reference::layernorm_row(row.data(), cols, 1e-5, nullptr, nullptr, out.data());
+    for (std::int64_t c = 0; c < cols; ++c) want[r * cols + c] = out[c] + 0.25;
   }
+  want[6 * cols + 100] = -HUGE_VAL;
+  for (std::int64_t c = 0; c < 16; ++c) want[7 * cols + c] = HUGE_VAL;
   test::Matrix<float> x("x", rows, cols);
   Kokkos::deep_copy(x, hx);
   test::Vector<float> w("w", cols), b("b", cols);
