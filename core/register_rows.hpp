@@ -34,6 +34,8 @@
 #include "parallel.hpp"
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 namespace rooftop::detail {
@@ -123,32 +125,64 @@ struct RegisterRow {
   /// y(row, col(k, chunk)) = T(value(k)) for the chunk's values in the row.
   template <class Y, class Value>
   KOKKOS_FORCEINLINE_FUNCTION void store(const Y& y, int chunk, const Value& value) const {
+    store_runs(y, chunk, [&](const int g, float (&o)[V]) {
+      ROOFTOP_UNROLL
+      for (int j = 0; j < V; ++j) o[j] = value(g * V + j);
+    });
+  }
+
+  /// The same, a run at a time: runs(g, o) sets o[j] to value g V + j of the chunk for j < V
+  /// (those past the row's end are not stored).
+  template <class Y, class Runs>
+  KOKKOS_FORCEINLINE_FUNCTION void store_runs(const Y& y, int chunk, const Runs& runs) const {
     using T = typename Y::value_type;
-    const bool runs = whole_runs(y);
+    const bool whole = whole_runs(y);
     ROOFTOP_UNROLL
     for (int g = 0; g < R / V; ++g) {
       const std::int64_t c = col(g * V, chunk);
-      if (runs && c + V <= cols) {
+      float o[V];
+      runs(g, o);
+      if (whole && c + V <= cols) {
         alignas(16) T t[V];
         ROOFTOP_UNROLL
-        for (int j = 0; j < V; ++j) t[j] = T(value(g * V + j));
+        for (int j = 0; j < V; ++j) t[j] = T(o[j]);
         copy_aligned<V * sizeof(T)>(&y(row, c), t);
       } else {
         ROOFTOP_UNROLL
         for (int j = 0; j < V; ++j)
-          if (c + j < cols) y(row, c + j) = T(value(g * V + j));
+          if (c + j < cols) y(row, c + j) = T(o[j]);
       }
     }
   }
 
+  /// p[j] = float(w(col(g V + j, chunk))) for the V columns of run g of the chunk, from a rank-1
+  /// View w over the row's columns (a norm's weight or bias): one access where w is contiguous
+  /// and the run's bytes aligned, else value by value (0 past the row's end).
+  template <class W>
+  KOKKOS_FORCEINLINE_FUNCTION void load_run(const W& w, float (&p)[V], int g, int chunk) const {
+    using T = std::remove_const_t<typename W::value_type>;
+    const std::int64_t c = col(g * V, chunk);
+    if (whole_runs(w) && c + V <= cols) {
+      alignas(16) T t[V];
+      copy_aligned<V * sizeof(T)>(t, &w(c));
+      ROOFTOP_UNROLL
+      for (int j = 0; j < V; ++j) p[j] = float(t[j]);
+    } else {
+      ROOFTOP_UNROLL
+      for (int j = 0; j < V; ++j) p[j] = c + j < cols ? float(w(c + j)) : 0.0f;
+    }
+  }
+
  private:
-  /// Whether this row of z is loaded and stored a run at a time: its columns contiguous, each
-  /// run's bytes (4, 8, 16 or 32) aligned to their size up to 16.
+  /// Whether this row of z (rank 2), or z (rank 1), is loaded and stored a run at a time: its
+  /// columns contiguous, each run's bytes (4, 8, 16 or 32) aligned to their size up to 16.
   template <class Z>
   KOKKOS_FORCEINLINE_FUNCTION bool whole_runs(const Z& z) const {
     constexpr std::size_t bytes = V * sizeof(typename Z::value_type), align = bytes < 16 ? bytes : 16;
     if constexpr (V == 1 || !(bytes == 4 || bytes == 8 || bytes == 16 || bytes == 32)) {
       return false;
+    } else if constexpr (Z::rank == 1) {
+      return z.stride(0) == 1 && reinterpret_cast<std::uintptr_t>(z.data()) % align == 0;
     } else {
       return z.stride(1) == 1 && reinterpret_cast<std::uintptr_t>(z.data() + row * z.stride(0)) % align == 0;
     }
@@ -164,7 +198,7 @@ struct RegisterRows {
   /// thread took 56-64 registers, CUDA 11.8 for sm_90; 32 under that cap, or 64 under 128 in
   /// teams of 512, spilled 88-440 bytes to the stack: hence chunks beyond 16 values.)
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<1024, 1>>;
-  static constexpr std::int64_t max_team = 1024, warp = 32;
+  static constexpr std::int64_t warp = 32;
 
   template <int R, class Body>
   struct Kernel {
@@ -192,9 +226,15 @@ struct RegisterRows {
     start<R>(label, exec, rows, cols, team, body);
   }
 
-  /// On a GPU: 8 values per thread for rows of up to 8192 entries, else 16, with the fewest
-  /// whole warps that cover the row, up to 1024 threads or as many whole warps as the backend
-  /// runs (one chunk up to 16384 entries, two to 32768, ...).
+  /// On a GPU: 16 values per thread, but 8 for rows of up to 1024 entries of a 2-byte type, with
+  /// the fewest whole warps that cover the row, up to 1024 threads or as many whole warps as the
+  /// backend runs (one chunk up to 16384 entries, two to 32768, ...). 16 values are twice the
+  /// bytes in flight per thread under the same 64-register cap: on an H200 (4 December 2026,
+  /// docs/measured/h200-2026-12-04) rows of 4096 ran 1.18-1.43x faster than with 8, fp32 rows
+  /// of 768 1.02-1.12x (a team of 64 threads, a quarter of its values padding), bf16 rows of
+  /// 768 0.93-0.95x; rows between 1024 and 4096 entries were not timed. The environment
+  /// variable ROOFTOP_ROW_VALUES=8 or 16, read once, sets the values per thread for every row
+  /// instead (to time one choice against the other in one build).
   template <class Body>
   static void run(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, const Body& body) {
     auto launch_with = [&](auto values) {
@@ -203,7 +243,9 @@ struct RegisterRows {
       const std::int64_t threads = (cols + R - 1) / R, team = threads <= warp ? warp : (threads + warp - 1) / warp * warp;
       start<R>(label, exec, rows, cols, static_cast<int>(team < cap ? team : cap), body);
     };
-    if (cols <= 8 * max_team) {
+    static const int forced = forced_values();
+    constexpr bool narrow = sizeof(typename decltype(Body::x)::value_type) == 2;
+    if (forced == 8 || (forced == 0 && narrow && cols <= 1024)) {
       launch_with(std::integral_constant<int, 8>{});
     } else {
       launch_with(std::integral_constant<int, 16>{});
@@ -211,6 +253,15 @@ struct RegisterRows {
   }
 
  private:
+  /// ROOFTOP_ROW_VALUES as 8 or 16, 0 where it is unset or empty; throws on any other value.
+  static int forced_values() {
+    const char* text = std::getenv("ROOFTOP_ROW_VALUES");
+    if (text == nullptr || *text == '\0') return 0;
+    const std::string value(text);
+    ROOFTOP_REQUIRE(value == "8" || value == "16", "ROOFTOP_ROW_VALUES", "must be 8 or 16 (or unset), not '", value, "'");
+    return value == "8" ? 8 : 16;
+  }
+
   /// launch() for a team already known to run.
   template <int R, class Body>
   static void start(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, int team, const Body& body) {

@@ -246,12 +246,21 @@ struct NormRegisterRows {
                            [&](const float from) { return deviations_in(from, norm_overflow_unit); }, shift, scale);
     }
     const bool has_weight = weight.extent(0) != 0, has_bias = bias.extent(0) != 0;
+    // The parameters a run at a time, beside the values they scale: one access per run where
+    // they are contiguous and aligned (value by value, layernorm bf16's rows of 4096 ran 9%
+    // slower on an H200: 1567 against 1703 GB/s).
+    constexpr int V = Row::run;
     r.each_chunk(x, v, 0.0f, held, [&](const int chunk) {
-      r.store(y, chunk, [&](const int k) {
-        float o = (v[k] - shift) * scale;
-        if (has_weight) o *= float(weight(r.col(k, chunk)));
-        if (has_bias) o += float(bias(r.col(k, chunk)));
-        return o;
+      r.store_runs(y, chunk, [&](const int g, float (&o)[V]) {
+        float w[V]{}, b[V]{};
+        if (has_weight) r.load_run(weight, w, g, chunk);
+        if (has_bias) r.load_run(bias, b, g, chunk);
+        ROOFTOP_UNROLL
+        for (int j = 0; j < V; ++j) {
+          o[j] = (v[g * V + j] - shift) * scale;
+          if (has_weight) o[j] *= w[j];
+          if (has_bias) o[j] += b[j];
+        }
       });
     });
   }

@@ -18,7 +18,9 @@
 #                              ARGS`, the GPU's clocks left as they are -> profile.txt
 #   ab OLD NEW [rooftop args]  the harness from two binary folders (two builds to compare) run
 #                              old, new, new, old with the same args -> ab/, and each result's
-#                              best time per build and old / new time -> ab/summary.txt
+#                              best time per build and old / new time -> ab/summary.txt; a side
+#                              may add environment settings after commas, to compare two
+#                              choices of one build (e.g. build/cuda/bin,ROOFTOP_ROW_VALUES=16)
 #
 # --bin: the binaries (default build/cuda/bin). --out: the results (default
 # docs/results/<gpu-name>, e.g. docs/results/nvidia-h100-80gb-hbm3). Each step records its
@@ -41,7 +43,7 @@ step="${1:-}"
 [ $# -gt 0 ] && shift
 case "$step" in
   tests|sanitizer|roofline|references|summary|all|profile|ab) ;;
-  *) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 if [ -z "$out" ]; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
@@ -120,15 +122,17 @@ do_step() {
     ab)
       shift
       [ $# -ge 2 ] || { echo "gpu-check: ab OLD_BIN_DIR NEW_BIN_DIR [rooftop args]" >&2; exit 2; }
-      local old=$1 new=$2 rc=0 run dir
+      local old=$1 new=$2 rc=0 run side dir settings
       shift 2
       mkdir -p "$out/ab"
       # Alternated, so that a drift of the machine (clocks, temperature) falls on both builds.
       for run in old1 new1 new2 old2; do
-        dir=$old
-        [ "${run%?}" = new ] && dir=$new
-        echo "[gpu-check] ab: $run ($dir/rooftop)" >&2
-        "$dir/rooftop" --out "$out/ab/$run" "$@" > "$out/ab/$run.log" 2>&1 || rc=$?
+        side=$old
+        [ "${run%?}" = new ] && side=$new
+        dir=${side%%,*} settings=()
+        [ "$dir" = "$side" ] || IFS=, read -ra settings <<< "${side#*,}"
+        echo "[gpu-check] ab: $run (${settings[*]:-} $dir/rooftop)" >&2
+        env "${settings[@]}" "$dir/rooftop" --out "$out/ab/$run" "$@" > "$out/ab/$run.log" 2>&1 || rc=$?
       done
       "$python" - "$out/ab" > "$out/ab/summary.txt" <<'PY' || rc=$?
 import csv, os, sys

@@ -316,6 +316,21 @@ void check_register_norms() {
   register_norm<R>(true, team, x_left, y_left, eps, w, none);
   Kokkos::deep_copy(yc, y_left);
   check_norm<T>(normalize_rows(hx, cols, eps, true), cols, hw, {}, host(yc));
+  // Parameters whose runs are not aligned (from element 1 of a longer vector) or not
+  // contiguous (every other element), value by value, beside aligned rows.
+  auto w_wide = test::random_vector<T>(2 * cols + 1, 0.5, 1.5), b_wide = test::random_vector<T>(2 * cols + 1, -1, 1);
+  const auto w_off = Kokkos::subview(w_wide, inner), b_off = Kokkos::subview(b_wide, inner);
+  const auto hww = host(w_wide), hbw = host(b_wide);
+  const std::vector<double> hw_off(hww.begin() + 1, hww.begin() + 1 + cols), hb_off(hbw.begin() + 1, hbw.begin() + 1 + cols);
+  std::vector<double> hw_skip(cols);
+  for (std::int64_t c = 0; c < cols; ++c) hw_skip[c] = hww[2 * c];
+  Kokkos::View<T*, Kokkos::LayoutStride, BackendMemory> w_strided(w_wide.data(), Kokkos::LayoutStride(cols, 2));
+  auto y_params = test::poisoned_matrix<T>(5, cols);
+  register_norm<R>(false, team, xc, y_params, eps, w_off, b_off);
+  check_norm<T>(normalize_rows(hx, cols, eps, false), cols, hw_off, hb_off, host(y_params));
+  y_params = test::poisoned_matrix<T>(5, cols);
+  register_norm<R>(true, team, xc, y_params, eps, w_strided, none);
+  check_norm<T>(normalize_rows(hx, cols, eps, true), cols, hw_skip, {}, host(y_params));
 }
 }  // namespace
 
