@@ -122,7 +122,8 @@ struct RegisterRow {
     return result;
   }
 
-  /// y(row, col(k, chunk)) = T(value(k)) for the chunk's values in the row.
+  /// y(row, col(k, chunk)) = T(value(k)) for the chunk's values in the row (value is called for
+  /// every k, padding too).
   template <class Y, class Value>
   KOKKOS_FORCEINLINE_FUNCTION void store(const Y& y, int chunk, const Value& value) const {
     store_runs(y, chunk, [&](const int g, float (&o)[V]) {
@@ -156,30 +157,37 @@ struct RegisterRow {
   }
 
   /// p[j] = float(w(col(g V + j, chunk))) for the V columns of run g of the chunk, from a rank-1
-  /// View w over the row's columns (a norm's weight or bias): one access where w is contiguous
-  /// and the run's bytes aligned, else value by value (0 past the row's end).
+  /// View w over the row's columns (a norm's weight or bias, of any type): in one or two
+  /// accesses where w is contiguous and the run's bytes (4, 8, 16 or 32) aligned, else value by
+  /// value (0 past the row's end).
   template <class W>
   KOKKOS_FORCEINLINE_FUNCTION void load_run(const W& w, float (&p)[V], int g, int chunk) const {
     using T = std::remove_const_t<typename W::value_type>;
     const std::int64_t c = col(g * V, chunk);
-    if (whole_runs(w) && c + V <= cols) {
-      alignas(16) T t[V];
-      copy_aligned<V * sizeof(T)>(t, &w(c));
-      ROOFTOP_UNROLL
-      for (int j = 0; j < V; ++j) p[j] = float(t[j]);
-    } else {
-      ROOFTOP_UNROLL
-      for (int j = 0; j < V; ++j) p[j] = c + j < cols ? float(w(c + j)) : 0.0f;
+    if constexpr (runs_of<T>) {
+      if (whole_runs(w) && c + V <= cols) {
+        alignas(16) T t[V];
+        copy_aligned<V * sizeof(T)>(t, &w(c));
+        ROOFTOP_UNROLL
+        for (int j = 0; j < V; ++j) p[j] = float(t[j]);
+        return;
+      }
     }
+    ROOFTOP_UNROLL
+    for (int j = 0; j < V; ++j) p[j] = c + j < cols ? float(w(c + j)) : 0.0f;
   }
 
  private:
+  /// Whether a run of V values of T is a size copy_aligned moves (4, 8, 16 or 32 bytes).
+  template <class T>
+  static constexpr bool runs_of = V > 1 && (V * sizeof(T) == 4 || V * sizeof(T) == 8 || V * sizeof(T) == 16 || V * sizeof(T) == 32);
+
   /// Whether this row of z (rank 2), or z (rank 1), is loaded and stored a run at a time: its
   /// columns contiguous, each run's bytes (4, 8, 16 or 32) aligned to their size up to 16.
   template <class Z>
   KOKKOS_FORCEINLINE_FUNCTION bool whole_runs(const Z& z) const {
     constexpr std::size_t bytes = V * sizeof(typename Z::value_type), align = bytes < 16 ? bytes : 16;
-    if constexpr (V == 1 || !(bytes == 4 || bytes == 8 || bytes == 16 || bytes == 32)) {
+    if constexpr (!runs_of<typename Z::value_type>) {
       return false;
     } else if constexpr (Z::rank == 1) {
       return z.stride(0) == 1 && reinterpret_cast<std::uintptr_t>(z.data()) % align == 0;
@@ -233,8 +241,8 @@ struct RegisterRows {
   /// docs/measured/h200-2026-12-04) rows of 4096 ran 1.18-1.43x faster than with 8, fp32 rows
   /// of 768 1.02-1.12x (a team of 64 threads, a quarter of its values padding), bf16 rows of
   /// 768 0.93-0.95x; rows between 1024 and 4096 entries were not timed. The environment
-  /// variable ROOFTOP_ROW_VALUES=8 or 16, read once, sets the values per thread for every row
-  /// instead (to time one choice against the other in one build).
+  /// variable ROOFTOP_ROW_VALUES=8 or 16, read at each kernel's first launch, sets the values
+  /// per thread for every row instead (to time one choice against the other in one build).
   template <class Body>
   static void run(const char* label, const Exec& exec, std::int64_t rows, std::int64_t cols, const Body& body) {
     auto launch_with = [&](auto values) {

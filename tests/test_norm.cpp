@@ -331,6 +331,12 @@ void check_register_norms() {
   y_params = test::poisoned_matrix<T>(5, cols);
   register_norm<R>(true, team, xc, y_params, eps, w_strided, none);
   check_norm<T>(normalize_rows(hx, cols, eps, true), cols, hw_skip, {}, host(y_params));
+  // float64 parameters: a run's worth is 32 bytes beside fp32 rows (two accesses), 64 beside
+  // 2-byte rows (value by value).
+  const auto w64 = test::random_vector<double>(cols, 0.5, 1.5), b64 = test::random_vector<double>(cols, -1, 1);
+  y_params = test::poisoned_matrix<T>(5, cols);
+  register_norm<R>(false, team, xc, y_params, eps, w64, b64);
+  check_norm<T>(normalize_rows(hx, cols, eps, false), cols, host(w64), host(b64), host(y_params));
 }
 }  // namespace
 
