@@ -77,11 +77,21 @@ struct Ceilings {
   double main_memory_bytes = 0;  // the sweep's main-memory working set (main_memory_working_set)
 
   double dram() const { return bandwidth_gbs.at("dram"); }
-  /// Bandwidth roof for a working set: the cache's if it may be (partly) cache-resident, else
-  /// main memory's.
-  double bandwidth_for(double working_set_bytes) const {
+  /// Whether the cache ceiling was measured above main memory's. On GPUs it is not: a quarter
+  /// of L2 (cache_working_set) copies in about the time of one kernel launch, so its runs time
+  /// the launches (every GPU report in docs/measured: H100 1652-2314 GB/s against a main
+  /// memory of 2866-2924, H200 2165-2224 against 4114-4213). Such a ceiling says
+  /// nothing of the cache, and is neither a roof nor a yardstick for the ops' cache runs.
+  bool cache_above_memory() const {
     const auto llc = bandwidth_gbs.find("llc");
-    return (llc != bandwidth_gbs.end() && is_cache_resident(working_set_bytes)) ? llc->second : dram();
+    return llc != bandwidth_gbs.end() && llc->second > dram();
+  }
+  /// Whether a working set is held to the cache roof: cache-resident (below), with a cache
+  /// ceiling above main memory's.
+  bool uses_cache_roof(double working_set_bytes) const { return is_cache_resident(working_set_bytes) && cache_above_memory(); }
+  /// Bandwidth roof for a working set: the cache's where uses_cache_roof, else main memory's.
+  double bandwidth_for(double working_set_bytes) const {
+    return uses_cache_roof(working_set_bytes) ? bandwidth_gbs.at("llc") : dram();
   }
   /// Conservative: below 4x the reported last-level cache a working set may still be partly
   /// cached (VMs often report less cache than the host has), so it is held to the cache roof;
@@ -131,6 +141,22 @@ double last_level_cache_bytes(const Exec& exec) {
 #endif
   (void)exec;
   return last_level_cache_bytes();
+}
+
+/// The memory an op's arrays must fit in, and whose: the device's on CUDA where it is smaller
+/// than the host's (the arrays live there; their copies for verification on the host), else
+/// the host's (0 if unknown).
+template <class Exec>
+std::pair<double, const char*> memory_for_arrays(const Exec& exec) {
+  const double host = host_memory_bytes();
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+    const double device = cuda::memory_bytes(exec);
+    if (host <= 0 || device < host) return {device, "device's"};
+  }
+#endif
+  (void)exec;
+  return {host, "host's"};
 }
 
 /// Bytes of the widest vector register host code is compiled for (the FMA chains' width).
@@ -455,7 +481,8 @@ class BandwidthSampler {
   }
 
   /// Times f() like time_repeated (warm-up, then at least `reps` runs and `min_seconds`),
-  /// with one run of a ceiling kernel at the op's working set after each timed run, kept in c
+  /// with one run of a ceiling kernel of the op's roof (cache_roof: Ceilings::uses_cache_roof
+  /// of its working set, else main memory's) after each timed run, kept in c
   /// where it beats it. `paired_gbs` is raised to the best of those runs: the bandwidth the
   /// machine gave a ceiling kernel while the op was being timed. Three runs in four are of the
   /// kernel the roof is so far (binding; copy on the VMs measured), the fourth of copy, add,
@@ -465,8 +492,8 @@ class BandwidthSampler {
   /// landed at 1.08 of its roof (paired 1.10) in one fresh run on the Zen 4 VM, whose copy
   /// moves between 42 and 90 GB/s within minutes.
   template <class F>
-  Timing time_interleaved(Ceilings& c, bool cache_resident, F&& f, int warmup, int reps, double min_seconds, double& paired_gbs) {
-    const StreamCeilingKernels<Exec>& kernels = cache_resident ? llc_ : dram_;
+  Timing time_interleaved(Ceilings& c, bool cache_roof, F&& f, int warmup, int reps, double min_seconds, double& paired_gbs) {
+    const StreamCeilingKernels<Exec>& kernels = cache_roof ? llc_ : dram_;
     return time_repeated_with(exec_, f, warmup, reps, min_seconds, [&] {
       const int turn = next_++;
       const int k = turn % 4 == 3 ? turn / 4 % StreamCeilingKernels<Exec>::kernels : kernels.binding(c);

@@ -79,10 +79,11 @@ constexpr double dropout_p = 0.1;
 
 /// (rows, cols) x uniform in [-4, 4) plus a (cols) bias uniform in [-1, 1), through the
 /// bias + GELU (+ dropout) kernels `run`; intermediate_roundings counts roundings to T of
-/// intermediates in memory (the unfused chain's two).
+/// intermediates in memory (the unfused chain's two), poisoned with the output where
+/// poison_intermediates does so.
 template <class T, class Run>
 OpInstance bias_chain(const Exec& exec, const Shape& shape, std::uint64_t seed, Cost cost, bool with_dropout, Run run,
-                      int intermediate_roundings) {
+                      int intermediate_roundings, const std::function<void()>& poison_intermediates = {}) {
   const std::int64_t rows = shape[0], cols = shape[1];
   Matrix<T> x("rooftop::x", rows, cols), y("rooftop::y", rows, cols);
   Vector<T> bias("rooftop::bias", cols);
@@ -90,7 +91,10 @@ OpInstance bias_chain(const Exec& exec, const Shape& shape, std::uint64_t seed, 
   fill_uniform(exec, bias, seed + 1, -1, 1);
   const DropoutMask mask(with_dropout ? dropout_p : 0.0, seed, 0);
   OpInstance op;
-  op.poison = [=] { fill_nan(exec, flat(y)); };
+  op.poison = [=] {
+    fill_nan(exec, flat(y));
+    if (poison_intermediates) poison_intermediates();
+  };
   op.poison();
   op.cost = cost;
   op.shape = shape;
@@ -310,7 +314,12 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
               rooftop::gelu(x, flat(t1), flat(t2));
               rooftop::dropout(x, flat(t2), flat(out), dropout_p, sd);
             },
-            2);
+            2,
+            // The intermediates too: a stage that stopped writing would leave the warm-ups'.
+            [e, t1, t2] {
+              fill_nan(e, flat(t1));
+              fill_nan(e, flat(t2));
+            });
       });
   unfused.sizing = by_dtype(fused_cost);
   t.push_back(unfused);

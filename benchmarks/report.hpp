@@ -103,14 +103,14 @@ inline nlohmann::json to_json(const SystemInfo& s, const Ceilings& c, const std:
 inline std::string to_csv(const std::vector<Result>& results) {
   std::ostringstream o;
   o << "op,dtype,shape,flops,bytes,ai,seconds_min,seconds_median,gbs,gflops,roof_gflops,roof_fraction,bound,"
-       "cache_resident,verified,paired_bandwidth_gbs,paired_roof_fraction,matrix_units\n";
+       "cache_resident,verified,paired_bandwidth_gbs,paired_roof_fraction,matrix_units,bandwidth_roof_gbs,peak_gflops\n";
   o.precision(9);
   for (const auto& r : results)
     o << r.op << ',' << dtype_name(r.dtype) << ',' << shape_string(r.shape) << ',' << r.cost.flops << ',' << r.cost.bytes << ','
       << r.cost.ai() << ',' << r.timing.seconds_min << ',' << r.timing.seconds_median << ',' << r.gbs << ',' << r.gflops << ','
       << r.roof_gflops << ',' << r.roof_fraction << ',' << r.bound << ',' << (r.cache_resident ? "true" : "false") << ','
       << (r.verified ? "true" : "false") << ',' << r.paired_bandwidth_gbs << ',' << r.paired_roof_fraction << ','
-      << (r.matrix_units ? "true" : "false") << '\n';
+      << (r.matrix_units ? "true" : "false") << ',' << r.bandwidth_roof_gbs << ',' << r.peak_gflops << '\n';
   return o.str();
 }
 
@@ -171,10 +171,10 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
     lm << " GFLOP/s";
     roof(c.dram(), std::max(c.peak_gflops_bf16_matrix, c.peak_gflops_fp16_matrix), "#8e44ad", lm.str(), false);
   }
-  if (c.bandwidth_gbs.count("llc")) roof(c.bandwidth_gbs.at("llc"), c.peak_gflops_fp32, "#e67e22", "", true);
+  if (c.cache_above_memory()) roof(c.bandwidth_gbs.at("llc"), c.peak_gflops_fp32, "#e67e22", "", true);
   o << "<text x='" << X(x_min) + 6 << "' y='" << Y(std::max(x_min * c.dram(), y_min)) - 6 << "' fill='#c0392b'>DRAM " << c.dram()
     << " GB/s</text>\n";
-  if (c.bandwidth_gbs.count("llc"))
+  if (c.cache_above_memory())
     o << "<text x='" << X(x_min) + 6 << "' y='" << Y(std::max(x_min * c.bandwidth_gbs.at("llc"), y_min)) - 6
       << "' fill='#e67e22'>LLC " << c.bandwidth_gbs.at("llc") << " GB/s (dashed)</text>\n";
   // Host <-> device links (GPU backends): bandwidth-only roofs, dotted.
@@ -197,9 +197,11 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const std::string key = r.op + "/" + dtype_name(r.dtype);
-    bool largest = true;
-    for (std::size_t k = i + 1; k < results.size(); ++k)
-      if (results[k].op == r.op && results[k].dtype == r.dtype) largest = false;
+    bool largest = true;  // the largest working set of its op and dtype (the last of equals)
+    for (std::size_t k = 0; k < results.size(); ++k)
+      if (k != i && results[k].op == r.op && results[k].dtype == r.dtype &&
+          (results[k].cost.bytes > r.cost.bytes || (results[k].cost.bytes == r.cost.bytes && k > i)))
+        largest = false;
     if (r.cost.flops <= 0) {
       if (largest) {
         list_y += 15;
@@ -218,7 +220,8 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
       o << "<text x='" << X(r.cost.ai()) + 6 << "' y='" << Y(r.gflops) + 3 << "' fill='" << color << "' font-size='9'>" << key
         << "</text>\n";
   }
-  o << "<text x='" << right + 20 << "' y='" << bottom << "' font-size='10'>Faint points: cache-resident sizes (LLC roof).</text>\n"
+  o << "<text x='" << right + 20 << "' y='" << bottom << "' font-size='10'>Faint points: cache-resident sizes ("
+    << (c.cache_above_memory() ? "LLC roof" : "DRAM roof: LLC not above it") << ").</text>\n"
     << "<text x='" << right + 20 << "' y='" << bottom + 14 << "' font-size='10'>" << s.git << " " << s.timestamp << "</text>\n"
     << "</svg>\n";
   return o.str();

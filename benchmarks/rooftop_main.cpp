@@ -49,29 +49,31 @@ std::string utc_timestamp() {
 
 /// Lists every result above its (final) roof: more than 5% above means a wrong byte count or
 /// ceiling, so it is printed as a warning rather than hidden in the report.
-void report_roof_violations(const std::vector<Result>& results) {
+void report_roof_violations(const std::vector<Result>& results, const Ceilings& c) {
   int above = 0;
   for (const Result& r : results)
     if (r.roof_fraction > 1.05) {
+      const char* roof = r.bound == "compute" ? "compute" : c.uses_cache_roof(r.cost.bytes) ? "cache" : "main-memory";
       std::printf("  warning: %s %s/%s at %.0f%% of its %s roof\n", r.op.c_str(), dtype_name(r.dtype),
-                  shape_string(r.shape).c_str(), 100 * r.roof_fraction, r.cache_resident ? "cache" : "main-memory");
+                  shape_string(r.shape).c_str(), 100 * r.roof_fraction, roof);
       ++above;
     }
   if (!above) std::printf("  every op is within 5%% of its roof or below it\n");
 }
 
-/// Refuses an op instance whose compulsory bytes exceed the host's memory before anything is
+/// Refuses an op instance whose compulsory bytes exceed the memory its arrays live in (the
+/// host's, or on a GPU the device's where it is smaller: memory_for_arrays) before anything is
 /// allocated. They count each array the op touches once or twice (read, written, or both), so
 /// they can overstate its arrays by at most half: a bound that refuses sizes which would page
 /// or be killed, not a count of what the process needs (its inputs and outputs are also copied
 /// to the host for verification). (Kokkos 3.4 allocates a 4096^3 View of doubles with a span
 /// of 0 and no error; the stencil's first fill then wrote past it: a segmentation fault.)
-void require_fits_in_memory(double compulsory_bytes) {
-  const double memory = host_memory_bytes();
+void require_fits_in_memory(const Exec& exec, double compulsory_bytes) {
+  const auto [memory, whose] = memory_for_arrays(exec);
   if (memory > 0 && compulsory_bytes > memory) {
     std::ostringstream msg;
     msg << std::fixed << std::setprecision(1) << "cannot allocate: its " << compulsory_bytes * 1e-9
-        << " GB of compulsory bytes exceed the host's " << memory * 1e-9 << " GB of memory";
+        << " GB of compulsory bytes exceed the " << whose << " " << memory * 1e-9 << " GB of memory";
     throw std::length_error(msg.str());
   }
 }
@@ -86,7 +88,7 @@ struct ChainsSideBySide {
 ChainsSideBySide chains_side_by_side(const Exec& exec, DType dtype, const Shape& shape, std::uint64_t seed, int pairs) {
   const OpSpec* const unfused_spec = find_op("chain_unfused");
   const OpSpec* const fused_spec = find_op("chain_fused");
-  require_fits_in_memory(unfused_spec->cost(dtype, shape).bytes + fused_spec->cost(dtype, shape).bytes);
+  require_fits_in_memory(exec, unfused_spec->cost(dtype, shape).bytes + fused_spec->cost(dtype, shape).bytes);
   const OpInstance unfused = unfused_spec->make(exec, dtype, shape, seed), fused = fused_spec->make(exec, dtype, shape, seed + 1);
   ChainsSideBySide out{time_alternated(exec, unfused.run, fused.run, 1, pairs), {}};
   if (std::string e = verify_fresh_run(exec, unfused); !e.empty()) out.verify_error = "chain_unfused: " + e;
@@ -108,7 +110,7 @@ StoresSideBySide stores_side_by_side(const Exec& exec, const OpSpec& spec, DType
     std::size_t bytes;
     ~Restore() { set_streaming_store_threshold(bytes); }
   } restore{streaming_store_threshold()};
-  require_fits_in_memory(spec.cost(dtype, shape).bytes);
+  require_fits_in_memory(exec, spec.cost(dtype, shape).bytes);
   const OpInstance inst = spec.make(exec, dtype, shape, seed);
   auto streamed = [&] {
     set_streaming_store_threshold(threshold);
@@ -198,9 +200,12 @@ nlohmann::json fusion_summary(const std::vector<Result>& results, const std::map
 /// The memory-bound main-memory results that the core, not the memory, caps: for each, the
 /// same op and dtype at its cache-resident size (of the same row length, where there is one;
 /// the fastest if several) runs below the main-memory bandwidth roof, so even with every byte
-/// at cache speed the op could not reach that roof. Printed, and returned for the report.
-nlohmann::json core_limited_summary(const std::vector<Result>& results) {
+/// at cache speed the op could not reach that roof. Printed, and returned for the report. None
+/// where the cache ceiling is not above main memory's (Ceilings::cache_above_memory: on GPUs
+/// the cache runs time kernel launches, not the cores).
+nlohmann::json core_limited_summary(const std::vector<Result>& results, const Ceilings& c) {
   nlohmann::json out = nlohmann::json::array();
+  if (!c.cache_above_memory()) return out;
   for (const Result& r : results) {
     if (r.cache_resident || r.bound != "memory") continue;
     const Result* in_cache = nullptr;
@@ -347,6 +352,9 @@ int run(Options opt) {
     std::printf("\nBandwidth ceilings %s: DRAM %.1f GB/s (copy %.1f, add %.1f, triad %.1f, read %.1f), LLC %.1f GB/s\n",
                 when, ceilings.dram(), ceilings.bandwidth_gbs.at("dram_copy"), ceilings.bandwidth_gbs.at("dram_add"),
                 ceilings.bandwidth_gbs.at("dram_triad"), ceilings.bandwidth_gbs.at("dram_read"), ceilings.bandwidth_gbs.at("llc"));
+    if (!ceilings.cache_above_memory())
+      std::printf("  (LLC not above DRAM: its runs time something else, on GPUs the kernel launches; cache-resident sizes are held\n"
+                  "   to the DRAM roof, and none is called core-limited)\n");
   };
   print_bandwidth("(before the sweep)");
   for (const char* link : {"h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned"})
@@ -385,13 +393,15 @@ int run(Options opt) {
   std::vector<Result> results(plan.size());
   std::vector<int> failed(plan.size(), 0);
   // An instance that throws (its inputs cannot be allocated, a kernel rejects the shape) is
-  // reported with its error and left out of later rounds; the sweep goes on without it.
+  // reported with its error and left out of later rounds; the sweep goes on without it. What
+  // its earlier rounds measured (rounds_measured) stays in the report.
   std::vector<std::string> errors(plan.size());
+  std::vector<int> rounds_measured(plan.size(), 0);
   // The results of the instances that ran, under the ceilings as they stand.
   auto completed = [&] {
     std::vector<Result> done;
     for (std::size_t k = 0; k < plan.size(); ++k)
-      if (errors[k].empty()) {
+      if (rounds_measured[k] > 0) {
         done.push_back(results[k]);
         place_under_roof(done.back(), ceilings);
       }
@@ -409,7 +419,11 @@ int run(Options opt) {
     nlohmann::json errored = nlohmann::json::array();
     for (std::size_t k = 0; k < plan.size(); ++k)
       if (!errors[k].empty())
-        errored.push_back({{"op", plan[k].spec->name}, {"dtype", dtype_name(plan[k].dtype)}, {"shape", plan[k].shape}, {"error", errors[k]}});
+        errored.push_back({{"op", plan[k].spec->name},
+                           {"dtype", dtype_name(plan[k].dtype)},
+                           {"shape", plan[k].shape},
+                           {"error", errors[k]},
+                           {"rounds_measured", rounds_measured[k]}});
     if (!errored.empty()) report["errors"] = errored;
     write_files({{json_path, report.dump(2) + "\n"}, {csv_path, to_csv(done)}, {svg_path, to_svg(sys, ceilings, done)}});
   };
@@ -429,7 +443,7 @@ int run(Options opt) {
       char tag[48];
       std::snprintf(tag, sizeof tag, "[%zu/%zu]", k + 1, plan.size());
       try {
-        require_fits_in_memory(p.spec->cost(p.dtype, p.shape).bytes);
+        require_fits_in_memory(exec, p.spec->cost(p.dtype, p.shape).bytes);
         OpInstance inst = p.spec->make(exec, p.dtype, p.shape, seed + round * plan.size() + k);
         Result r;
         r.op = p.spec->name;
@@ -439,7 +453,7 @@ int run(Options opt) {
         r.matrix_units = inst.matrix_units;
         r.streamable_output_bytes = inst.streamable_output_bytes;
         r.paired_bandwidth_gbs = round > 0 ? results[k].paired_bandwidth_gbs : 0;
-        r.timing = bandwidth.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps,
+        r.timing = bandwidth.time_interleaved(ceilings, ceilings.uses_cache_roof(inst.cost.bytes), inst.run, 2, reps,
                                               min_seconds, r.paired_bandwidth_gbs);
         r.verify_error = verify_fresh_run(exec, inst);  // after timing
         failed[k] |= !r.verify_error.empty();
@@ -450,11 +464,13 @@ int run(Options opt) {
         r.verified = !failed[k];
         place_under_roof(r, ceilings);
         results[k] = r;
+        ++rounds_measured[k];
         print_row(tag, r);
       } catch (const std::exception& e) {
         errors[k] = first_paragraph(e.what());
-        std::printf("%-9s %-15s %4s/%-13s FAILED: %s\n", tag, p.spec->name.c_str(), dtype_name(p.dtype),
-                    shape_string(p.shape).c_str(), errors[k].c_str());
+        std::printf("%-9s %-15s %4s/%-13s FAILED: %s%s\n", tag, p.spec->name.c_str(), dtype_name(p.dtype),
+                    shape_string(p.shape).c_str(), errors[k].c_str(),
+                    rounds_measured[k] > 0 ? " (the rounds before this one stay in the report)" : "");
         std::fflush(stdout);
       }
     }
@@ -484,7 +500,7 @@ int run(Options opt) {
   std::printf("(bandwidth ceilings: best of the measurements around each round and of %d ceiling-kernel runs\n"
               " interleaved with the ops' timed runs)\n",
               bandwidth.samples());
-  report_roof_violations(done);
+  report_roof_violations(done, ceilings);
   // The chains again, side by side (chains_side_by_side): the fused chain is bound by its
   // instructions here and the unfused one by the memory, so their best times, taken at
   // different moments of a shared machine's memory, give a speedup that moves from run to run.
@@ -510,7 +526,7 @@ int run(Options opt) {
   }
   if (side_by_side_tried) std::printf("\n");
   const nlohmann::json fusion = fusion_summary(done, side_by_side);
-  const nlohmann::json core_limited = core_limited_summary(done);
+  const nlohmann::json core_limited = core_limited_summary(done, ceilings);
   // --compare-stores: every verified result whose output may be streamed and reaches the
   // threshold (an output below it is never streamed) again, with streaming and plain stores
   // side by side.

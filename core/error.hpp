@@ -222,4 +222,49 @@ bool overlap(const X& x, const Y& y) {
     return reachable(reachable, 0, (yb - xb) / x_size);
   }
 }
+
+/// Whether Views x and y are the same elements: the same first byte, element size, rank and
+/// extents, and the same stride along every extent of 2 or more.
+template <class X, class Y>
+bool same_elements(const X& x, const Y& y) {
+  if constexpr (sizeof(typename X::value_type) != sizeof(typename Y::value_type) || static_cast<int>(X::rank) != static_cast<int>(Y::rank)) {
+    return false;
+  } else {
+    if (static_cast<const void*>(x.data()) != static_cast<const void*>(y.data())) return false;
+    for (unsigned d = 0; d < static_cast<unsigned>(X::rank); ++d)
+      if (x.extent(d) != y.extent(d) || (x.extent(d) > 1 && x.stride(d) != y.stride(d))) return false;
+    return true;
+  }
+}
+
+/// Precondition of `op` for an input `in` that it only reads while writing `out`: they share no
+/// element.
+template <class In, class Out>
+void require_apart(const char* op, const char* in_name, const In& in, const char* out_name, const Out& out) {
+  ROOFTOP_REQUIRE(!overlap(in, out), op, in_name, " and ", out_name, " overlap (", in_name, " is ", shape_of(in), " with strides ",
+                  strides_of(in), ", ", out_name, " is ", shape_of(out), " with strides ", strides_of(out),
+                  "): ", out_name, " would be written while ", in_name, " is read");
+}
+
+/// Precondition of `op` for an output that may be its input (elementwise and row-wise ops): out
+/// is in (the same elements, each read before it is written, by the work item that writes it)
+/// or shares no element with it. Partly overlapping, out one element or row past in, work
+/// items would read what others had already written, a result that changes with the threads.
+template <class In, class Out>
+void require_in_place_or_apart(const char* op, const char* in_name, const In& in, const char* out_name, const Out& out) {
+  ROOFTOP_REQUIRE(same_elements(in, out) || !overlap(in, out), op, in_name, " and ", out_name, " overlap but are not the same elements (",
+                  in_name, " is ", shape_of(in), " with strides ", strides_of(in), ", ", out_name, " ", shape_of(out), " with strides ",
+                  strides_of(out), " from ",
+                  reinterpret_cast<std::intptr_t>(out.data()) - reinterpret_cast<std::intptr_t>(in.data()), " bytes after ", in_name,
+                  "'s first element): pass the same View to compute in place, or Views that do not overlap");
+}
+
+/// Precondition of an elementwise or row-wise `op` computing out from in: the same extents, no
+/// two elements of out in the same memory, and out in place of in or apart from it.
+template <class In, class Out>
+void require_elementwise(const char* op, const char* in_name, const In& in, const char* out_name, const Out& out) {
+  require_same_shape(op, in_name, in, out_name, out);
+  require_distinct_elements(op, out_name, out);
+  require_in_place_or_apart(op, in_name, in, out_name, out);
+}
 }  // namespace rooftop::detail

@@ -4,7 +4,8 @@
 /// and bias_gelu (bias add fused with GELU) over the rows of a (rows, cols) tensor.
 ///
 /// Storage fp32, bf16 or fp16; math in fp32 (core/math.hpp: vectorizable exp and erfc), rounded
-/// once to the storage type. Input and output may be the same View.
+/// once to the storage type. Input and output may be the same View (partly overlapping ones
+/// throw, as does a bias that overlaps the output).
 #pragma once
 
 #include "../core/cost.hpp"
@@ -178,7 +179,7 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
   mandate_output<Exec, Y, 1>();
   using T = typename Y::value_type;
   mandate_fp32_math<T>();
-  require_same_shape(op, "x", x, "y", y);
+  require_elementwise(op, "x", x, "y", y);
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
   if constexpr (on_host<Exec> && has_lanes<F> && (activation_lanes_pay<T> || activation_pairs<T>) &&
                 std::is_same_v<typename X::non_const_value_type, T>) {
@@ -243,9 +244,10 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   mandate_output<Exec, Y, 2>();
   using T = typename Y::value_type;
   mandate_fp32_math<T>();
-  require_same_shape(op, "x", x, "y", y);
+  require_elementwise(op, "x", x, "y", y);
   ROOFTOP_REQUIRE(bias.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but bias is ", shape_of(bias),
                   " (expected ", x.extent(1), ")");
+  require_apart(op, "bias", bias, "y", y);
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   // Contiguous rows on the host: a register of columns at a time where the row functor has
   // lanes (AVX-512 and AVX2 hosts: bias_gelu; bias_gelu_dropout on AVX-512; plain stores), in
@@ -560,7 +562,7 @@ void relu(const Exec& exec, const X& x, const Y& y) {
                 std::is_same_v<typename X::non_const_value_type, T>) {
     mandate_input<Exec, X, 1>();
     mandate_output<Exec, Y, 1>();
-    detail::require_same_shape("relu", "x", x, "y", y);
+    detail::require_elementwise("relu", "x", x, "y", y);
     if (x.stride(0) == 1 && y.stride(0) == 1) {
       const auto n = static_cast<std::int64_t>(y.extent(0));
       // Streamed when large, as copy is: no conversion bounds this loop.

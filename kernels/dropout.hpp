@@ -20,7 +20,8 @@
 /// sixteen values: 8.1 with a hash per element, 6.1-6.7 with one per pair; docs/kernels.md has
 /// the op's figures.
 ///
-/// Storage fp32, bf16 or fp16; math in fp32. Input and output may be the same View.
+/// Storage fp32, bf16 or fp16; math in fp32. Input and output may be the same View (partly
+/// overlapping ones throw).
 #pragma once
 
 #include "activation.hpp"
@@ -526,7 +527,7 @@ on_exec_space_t<Exec> dropout(const Exec& exec, const X& x, const Y& y, double p
   mandate_output<Exec, Y, 1>();
   using T = typename Y::value_type;
   mandate_fp32_math<T>();
-  detail::require_same_shape("dropout", "x", x, "y", y);
+  detail::require_elementwise("dropout", "x", x, "y", y);
   const DropoutMask mask(p, seed, offset, "dropout");
   const auto n = static_cast<std::int64_t>(x.extent(0));
 #if defined(ROOFTOP_HAS_MAP_LINES)

@@ -16,7 +16,8 @@
 /// widened once into the work item's scratch (RowTeam::input) so no pass converts per element,
 /// fp16 weight and bias widened into an fp32 copy once per call, large outputs streamed through
 /// RowTeam::write. On GPUs rows are held in registers (core/register_rows.hpp): rows of up to
-/// 16384 entries are read once and written once. x and y may be the same View.
+/// 16384 entries are read once and written once. x and y may be the same View (partly
+/// overlapping ones throw, as do a weight or bias that overlaps y).
 ///
 /// Rows that normalize to nothing get a scale of 0, so layernorm gives the bias and rmsnorm 0
 /// (times the weight): a constant row with eps = 0 (var + eps = 0, where 1 / sqrt would give
@@ -52,9 +53,10 @@ void require_norm_args(const char* op, const X& x, const Y& y, const W& w, const
   mandate_output<Exec, Y, 2>();
   mandate_input<Exec, W, 1>();
   mandate_fp32_math<typename Y::value_type>();
-  require_same_shape(op, "x", x, "y", y);
+  require_elementwise(op, "x", x, "y", y);
   ROOFTOP_REQUIRE(w.extent(0) == 0 || w.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but ", w_name, " is ",
                   shape_of(w), " (expected ", x.extent(1), " or 0 for none)");
+  require_apart(op, w_name, w, "y", y);
   ROOFTOP_REQUIRE(eps >= 0, op, "eps is ", eps, ", expected >= 0");
 }
 

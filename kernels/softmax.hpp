@@ -19,7 +19,8 @@
 /// to normalize; attention over a fully masked row then contributes nothing, unlike the NaN of
 /// a literal 0/0). A NaN or +Inf entry makes its row NaN.
 ///
-/// Storage fp32, bf16 or fp16; math and accumulation in fp32. x and y may be the same View.
+/// Storage fp32, bf16 or fp16; math and accumulation in fp32. x and y may be the same View
+/// (partly overlapping ones throw).
 #pragma once
 
 #include "../core/cost.hpp"
@@ -323,7 +324,7 @@ void softmax(const Exec& exec, const X& x, const Y& y) {
   mandate_input<Exec, X, 2>();
   mandate_output<Exec, Y, 2>();
   mandate_fp32_math<typename Y::value_type>();
-  detail::require_same_shape("softmax", "x", x, "y", y);
+  detail::require_elementwise("softmax", "x", x, "y", y);
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   if constexpr (detail::RowTeam<Exec>::gpu) {
     detail::RegisterRows<Exec>::run("rooftop::softmax", exec, static_cast<std::int64_t>(x.extent(0)), cols,

@@ -7,8 +7,9 @@
 ///   dot   : sum_i x_i * y_i
 ///
 /// Rank-1 Views of double, float, bf16 or fp16 (any layout); arithmetic in compute_t<T>
-/// (fp64 for fp64, fp32 otherwise), rounded once to the storage type. Inputs and outputs may
-/// alias (every element is read and written at the same index). Empty Views are fine.
+/// (fp64 for fp64, fp32 otherwise), rounded once to the storage type. An output may be an
+/// input (the same View: every element is read and written at the same index); one that
+/// overlaps an input in part throws (detail::require_in_place_or_apart). Empty Views are fine.
 #pragma once
 
 #include "../core/cost.hpp"
@@ -41,7 +42,7 @@ void copy(const Exec& exec, const X& x, const Y& y) {
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
   static_assert(std::is_same_v<typename X::non_const_value_type, typename Y::value_type>, "copy: x and y differ in value type");
-  detail::require_same_shape("copy", "x", x, "y", y);
+  detail::require_elementwise("copy", "x", x, "y", y);
   using T = typename Y::value_type;
   if constexpr (detail::on_host<Exec>) {
     // Contiguous copies on the host, in 32 KB work items: large ones streamed straight from x
@@ -83,7 +84,7 @@ void scale(const Exec& exec, double alpha, const X& x, const Y& y) {
   mandate_output<Exec, Y, 1>();
   using T = typename Y::value_type;
   using C = compute_t<T>;
-  detail::require_same_shape("scale", "x", x, "y", y);
+  detail::require_elementwise("scale", "x", x, "y", y);
   const C a = static_cast<C>(alpha);
   detail::map_inputs<detail::stream_op_stores<T>()>("rooftop::scale", exec, y,
                                                        KOKKOS_LAMBDA(const std::int64_t, const C v) { return a * v; }, x);
@@ -106,7 +107,8 @@ void add(const Exec& exec, const X& x, const Y& y, const Z& z) {
   using T = typename Z::value_type;
   using C = compute_t<T>;
   detail::require_same_shape("add", "x", x, "y", y);
-  detail::require_same_shape("add", "x", x, "z", z);
+  detail::require_elementwise("add", "x", x, "z", z);
+  detail::require_in_place_or_apart("add", "y", y, "z", z);
   detail::map_inputs<detail::stream_op_stores<T>()>("rooftop::add", exec, z,
                                                        KOKKOS_LAMBDA(const std::int64_t, const C u, const C v) { return u + v; }, x, y);
 }
@@ -128,7 +130,8 @@ void triad(const Exec& exec, double alpha, const X& x, const Y& y, const Z& z) {
   using T = typename Z::value_type;
   using C = compute_t<T>;
   detail::require_same_shape("triad", "x", x, "y", y);
-  detail::require_same_shape("triad", "x", x, "z", z);
+  detail::require_elementwise("triad", "x", x, "z", z);
+  detail::require_in_place_or_apart("triad", "y", y, "z", z);
   const C a = static_cast<C>(alpha);
   detail::map_inputs<detail::stream_op_stores<T>()>("rooftop::triad", exec, z,
                                                        KOKKOS_LAMBDA(const std::int64_t, const C u, const C v) { return u + a * v; }, x, y);

@@ -269,4 +269,25 @@ TEST_CASE("preconditions: activations name the op and extents") {
   CHECK_THROWS_WITH_AS(rooftop::bias_add(Exec(), x, bias7, x), "bias_add: x is 4x8 but bias is 7 (expected 8)",
                        rooftop::Error);
   for (double v : host(b)) REQUIRE(std::isnan(v));  // nothing written
+
+  // An output one element past its input, or one whose rows are the bias, is refused; in place
+  // is fine.
+  auto whole = test::random_vector<float>(14);
+  const auto before = host(whole);
+  const auto lo = Kokkos::subview(whole, std::make_pair(0, 13)), hi = Kokkos::subview(whole, std::make_pair(1, 14));
+  CHECK_THROWS_WITH_AS(rooftop::gelu(Exec(), lo, hi),
+                       "gelu: x and y overlap but are not the same elements (x is 13 with strides (1), y 13 with strides (1) from 4 "
+                       "bytes after x's first element): pass the same View to compute in place, or Views that do not overlap",
+                       rooftop::Error);
+  CHECK_THROWS_AS(rooftop::silu(Exec(), hi, lo), rooftop::Error);
+  CHECK_THROWS_AS(rooftop::relu(Exec(), lo, hi), rooftop::Error);
+  auto buffer = test::random_vector<float>(40);
+  const Kokkos::View<float**, Kokkos::LayoutRight, BackendMemory, Kokkos::MemoryUnmanaged> y_in_buffer(buffer.data(), 4, 8);
+  CHECK_THROWS_WITH_AS(rooftop::bias_gelu(Exec(), x, Kokkos::subview(buffer, std::make_pair(24, 32)), y_in_buffer),
+                       "bias_gelu: bias and y overlap (bias is 8 with strides (1), y is 4x8 with strides (8, 1)): y would be written "
+                       "while bias is read",
+                       rooftop::Error);
+  rooftop::bias_gelu(Exec(), x, Kokkos::subview(buffer, std::make_pair(32, 40)), y_in_buffer);  // apart: fine
+  CHECK(host(whole) == before);
+  rooftop::gelu(Exec(), lo, lo);  // in place
 }

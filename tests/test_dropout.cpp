@@ -8,6 +8,7 @@
 #include <rooftop/kernels/dropout.hpp>
 
 #include <cmath>
+#include <limits>
 
 using namespace rooftop;
 using test::Exec;
@@ -237,6 +238,42 @@ TEST_CASE_TEMPLATE("bias_gelu_dropout equals bias_add, gelu and dropout in seque
       }
 }
 
+TEST_CASE_TEMPLATE("dropout of strided Views and of another input type gives the contiguous result (plain and streaming stores)", T,
+                   ROOFTOP_ML_DTYPES) {
+  // The host's fallback for what its vector paths do not take (strided x or y, x of another
+  // type): the same mask, so the same outputs bit for bit.
+  const std::int64_t n = 70001;  // several host work items, not a multiple of a register
+  for (const std::size_t threshold : test::store_thresholds) {
+    CAPTURE(threshold);
+    test::StreamingThreshold stores(threshold);
+    const std::uint64_t seed = test::next_seed(), offset = 77;
+    auto x = test::random_vector<T>(n, -2, 2);
+    auto want = test::poisoned_vector<T>(n);
+    rooftop::dropout(Exec(), x, want, 0.3, seed, offset);
+    const auto hw = host(want);
+    // x and y as columns of (n, 2) matrices: stride 2.
+    Kokkos::View<T**, Kokkos::LayoutRight, BackendMemory> xm("xm", n, 2), ym("ym", n, 2);
+    Kokkos::deep_copy(Kokkos::subview(xm, Kokkos::ALL, 1), x);
+    Kokkos::deep_copy(ym, T(std::numeric_limits<float>::quiet_NaN()));
+    rooftop::dropout(Exec(), Kokkos::subview(xm, Kokkos::ALL, 1), Kokkos::subview(ym, Kokkos::ALL, 0), 0.3, seed, offset);
+    CHECK(host(Kokkos::subview(ym, Kokkos::ALL, 0)) == hw);
+    for (double v : host(Kokkos::subview(ym, Kokkos::ALL, 1))) REQUIRE(std::isnan(v));  // untouched
+    // A strided output from a contiguous input, and the reverse.
+    auto y = test::poisoned_vector<T>(n);
+    rooftop::dropout(Exec(), Kokkos::subview(xm, Kokkos::ALL, 1), y, 0.3, seed, offset);
+    CHECK(host(y) == hw);
+    // fp32 input into T: the values are T's, so the same as from x of T.
+    auto xf = test::poisoned_vector<float>(n);
+    const auto hx = host(x);
+    test::edit(xf, [&](const auto& h) {
+      for (std::int64_t i = 0; i < n; ++i) h(i) = static_cast<float>(hx[i]);
+    });
+    auto yf = test::poisoned_vector<T>(n);
+    rooftop::dropout(Exec(), xf, yf, 0.3, seed, offset);
+    CHECK(host(yf) == hw);
+  }
+}
+
 TEST_CASE("preconditions: dropout names the op, extents and p") {
   auto a = test::random_vector<float>(13), b = test::poisoned_vector<float>(12);
   CHECK_THROWS_WITH_AS(rooftop::dropout(Exec(), a, b, 0.1, 1), "dropout: x is 13 but y is 12", rooftop::Error);
@@ -265,4 +302,14 @@ TEST_CASE("preconditions: dropout names the op, extents and p") {
   CHECK_THROWS_AS(DropoutMask(std::nan(""), 1, 0), rooftop::Error);
   for (double v : host(b)) REQUIRE(std::isnan(v));
   for (double v : host(y8)) REQUIRE(std::isnan(v));
+  // An output one element past its input (across host work items) is refused, before any write.
+  auto whole = test::random_vector<float>(100001);
+  const auto before = host(whole);
+  CHECK_THROWS_WITH_AS(rooftop::dropout(Exec(), Kokkos::subview(whole, std::make_pair(1, 100001)),
+                                        Kokkos::subview(whole, std::make_pair(0, 100000)), 0.1, 1),
+                       "dropout: x and y overlap but are not the same elements (x is 100000 with strides (1), y 100000 with strides "
+                       "(1) from -4 bytes after x's first element): pass the same View to compute in place, or Views that do not "
+                       "overlap",
+                       rooftop::Error);
+  CHECK(host(whole) == before);
 }

@@ -6,6 +6,7 @@
 #include <rooftop/kernels/embedding.hpp>
 
 #include <cmath>
+#include <limits>
 
 using namespace rooftop;
 using test::Exec;
@@ -141,6 +142,28 @@ TEST_CASE("embedding: an out-of-range id throws, naming the first bad token; no 
   }
 }
 
+TEST_CASE("embedding: an out-of-range int32 id throws, naming the first bad token") {
+  const std::int64_t tokens = 3000, vocab = 40, dim = 24;
+  auto table = test::random_matrix<float>(vocab, dim);
+  for (const std::int32_t bad_id : {std::int32_t{40}, std::int32_t{-1}, std::numeric_limits<std::int32_t>::min()}) {
+    CAPTURE(bad_id);
+    test::Vector<std::int32_t> ids("ids", tokens);
+    fill_integers(Exec(), ids, test::next_seed(), 0, vocab - 1);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids);
+    h(2000) = bad_id;
+    Kokkos::deep_copy(ids, h);
+    auto out = test::poisoned_matrix<float>(tokens, dim);
+    CHECK_THROWS_WITH_AS(rooftop::embedding(Exec(), table, ids, out),
+                         ("embedding: ids(2000) is " + std::to_string(bad_id) + ", outside the table's 40 rows (table is 40x24)").c_str(),
+                         rooftop::Error);
+    const auto ho = host(out), ht = host(table);
+    std::int64_t wrong = 0;
+    for (std::int64_t t = 0; t < tokens; ++t)
+      for (std::int64_t c = 0; c < dim; ++c) wrong += ho[t * dim + c] != (t == 2000 ? 0.0 : ht[h(t) * dim + c]);
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("preconditions: embedding names the op and extents") {
   auto table = test::random_matrix<float>(10, 8);
   test::Vector<std::int32_t> ids("ids", 5);
@@ -150,4 +173,16 @@ TEST_CASE("preconditions: embedding names the op and extents") {
   auto out4 = test::poisoned_matrix<float>(4, 8);
   CHECK_THROWS_WITH_AS(rooftop::embedding(Exec(), table, ids, out4),
                        "embedding: table is 10x8 and ids is 5 but out is 4x8 (expected 5x8)", rooftop::Error);
+  // Gathering into the table itself, or into rows that are all one row, would race.
+  const auto before = host(table);
+  CHECK_THROWS_WITH_AS(rooftop::embedding(Exec(), table, ids, Kokkos::subview(table, std::make_pair(5, 10), Kokkos::ALL)),
+                       "embedding: table and out overlap (table is 10x8 with strides (8, 1), out is 5x8 with strides (8, 1)): out would "
+                       "be written while table is read",
+                       rooftop::Error);
+  const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> one_row(out4.data(), Kokkos::LayoutStride(5, 0, 8, 1));
+  CHECK_THROWS_WITH_AS(rooftop::embedding(Exec(), table, ids, one_row),
+                       "embedding: out is 5x8 with strides (0, 1): some of its elements share memory, and writes to them would race",
+                       rooftop::Error);
+  CHECK(host(table) == before);
+  for (double v : host(out4)) REQUIRE(std::isnan(v));
 }

@@ -521,4 +521,15 @@ TEST_CASE("harness working sets: main memory 8x the cache, at least 256 MB, at m
   CHECK(c.is_cache_resident(32 * MiB - 1));  // below 4x the cache
   CHECK(!c.is_cache_resident(32 * MiB));
   CHECK(c.bandwidth_for(16 * MiB) == 100.0);
+  CHECK(c.uses_cache_roof(16 * MiB));
+  // A cache ceiling not above main memory's (on GPUs its runs time kernel launches) is no roof.
+  c.bandwidth_gbs["llc"] = 40.0;
+  CHECK(c.is_cache_resident(16 * MiB));
+  CHECK(!c.cache_above_memory());
+  CHECK(!c.uses_cache_roof(16 * MiB));
+  CHECK(c.bandwidth_for(16 * MiB) == 40.0);
+  c.bandwidth_gbs["llc"] = 25.0;
+  CHECK(c.bandwidth_for(16 * MiB) == 40.0);
+  c.peak_gflops_fp32 = 100;
+  CHECK(c.roof_seconds(Cost{0, 16 * MiB}, DType::fp32) == doctest::Approx(16 * MiB / 40e9));
 }

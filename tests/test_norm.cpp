@@ -698,4 +698,19 @@ TEST_CASE("preconditions: norms name the op and extents") {
   CHECK_THROWS_WITH_AS(rooftop::rmsnorm(Exec(), x, x, 1e-6, w7), "rmsnorm: x is 4x8 but weight is 7 (expected 8 or 0 for none)",
                        rooftop::Error);
   for (double v : host(y)) REQUIRE(std::isnan(v));
+  // Rows shifted by one against their input, or a weight or bias inside the output, are refused.
+  const auto before = host(x);
+  const auto lo = Kokkos::subview(x, std::make_pair(0, 3), Kokkos::ALL), hi = Kokkos::subview(x, std::make_pair(1, 4), Kokkos::ALL);
+  CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), lo, hi),
+                       "layernorm: x and y overlap but are not the same elements (x is 3x8 with strides (8, 1), y 3x8 with strides (8, "
+                       "1) from 32 bytes after x's first element): pass the same View to compute in place, or Views that do not overlap",
+                       rooftop::Error);
+  CHECK_THROWS_AS(rooftop::rmsnorm(Exec(), hi, lo), rooftop::Error);
+  const auto last_row = Kokkos::subview(x, 3, Kokkos::ALL);
+  CHECK_THROWS_WITH_AS(rooftop::rmsnorm(Exec(), x, x, 1e-6, last_row),
+                       "rmsnorm: weight and y overlap (weight is 8 with strides (1), y is 4x8 with strides (8, 1)): y would be written "
+                       "while weight is read",
+                       rooftop::Error);
+  CHECK_THROWS_AS(rooftop::layernorm(Exec(), x, x, 1e-5, w8, last_row), rooftop::Error);
+  CHECK(host(x) == before);
 }

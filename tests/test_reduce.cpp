@@ -161,7 +161,7 @@ TEST_CASE_TEMPLATE("max of two-byte values: every bit pattern, runs of negatives
   }
 }
 
-TEST_CASE_TEMPLATE("sum and nrm2 of contiguous and strided Views agree bit for bit", T, ROOFTOP_DTYPES) {
+TEST_CASE_TEMPLATE("sum, nrm2 and max of contiguous and strided Views agree bit for bit", T, ROOFTOP_DTYPES) {
   // The host's contiguous paths (bf16/fp16 partials in registers, cpu::sum_partials) fold the
   // same partials in the same order as the portable fold that strided Views take. (Elements
   // added to other partials changed the fp32 sum in these trials; nrm2's fp64 squares
@@ -188,6 +188,18 @@ TEST_CASE_TEMPLATE("sum and nrm2 of contiguous and strided Views agree bit for b
     const auto r = rooftop::nrm2(Exec(), x), r_strided = rooftop::nrm2(Exec(), every_other);
     CHECK(std::memcmp(&s, &s_strided, sizeof s) == 0);
     CHECK(std::memcmp(&r, &r_strided, sizeof r) == 0);
+    // max, exact in any order: the strided loop finds what the contiguous paths find, here a
+    // largest entry planted at a trial-drawn place (above the draws' 65472, or equal to it
+    // once rounded to bf16), with the odd elements, which every_other skips, +Inf.
+    const T planted(65504.0f);
+    test::edit(wide, [&](const auto& h) {
+      for (std::int64_t i = 0; i < n; ++i) h(2 * i + 1) = T(std::numeric_limits<float>::infinity());
+      h(2 * ((trial * 7919) % n)) = planted;
+    });
+    Kokkos::deep_copy(x, every_other);
+    const auto m = rooftop::max(Exec(), x), m_strided = rooftop::max(Exec(), every_other);
+    CHECK(static_cast<double>(m) == static_cast<double>(static_cast<float>(planted)));
+    CHECK(std::memcmp(&m, &m_strided, sizeof m) == 0);
   }
 }
 

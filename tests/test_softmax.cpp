@@ -397,4 +397,20 @@ TEST_CASE("preconditions: softmax names the op and extents") {
   auto x = test::random_matrix<float>(128, 4096), y = test::poisoned_matrix<float>(128, 4095);
   CHECK_THROWS_WITH_AS(rooftop::softmax(Exec(), x, y), "softmax: x is 128x4096 but y is 128x4095", rooftop::Error);
   for (double v : host(y)) REQUIRE(std::isnan(v));
+  // Rows written one row before the rows read (row r of y is row r - 1 of x) would race.
+  const auto lo = Kokkos::subview(x, std::make_pair(0, 127), Kokkos::ALL), hi = Kokkos::subview(x, std::make_pair(1, 128), Kokkos::ALL);
+  const auto before = host(x);
+  CHECK_THROWS_WITH_AS(rooftop::softmax(Exec(), hi, lo),
+                       "softmax: x and y overlap but are not the same elements (x is 127x4096 with strides (4096, 1), y 127x4096 with "
+                       "strides (4096, 1) from -16384 bytes after x's first element): pass the same View to compute in place, or Views "
+                       "that do not overlap",
+                       rooftop::Error);
+  // An output whose rows are all one row.
+  const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> one_row(y.data(), Kokkos::LayoutStride(128, 0, 4095, 1));
+  auto x4095 = test::random_matrix<float>(128, 4095);
+  CHECK_THROWS_WITH_AS(rooftop::softmax(Exec(), x4095, one_row),
+                       "softmax: y is 128x4095 with strides (0, 1): some of its elements share memory, and writes to them would race",
+                       rooftop::Error);
+  CHECK(host(x) == before);
+  for (double v : host(y)) REQUIRE(std::isnan(v));
 }

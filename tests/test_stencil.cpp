@@ -43,7 +43,7 @@ TEST_CASE_TEMPLATE("stencil: one Jacobi sweep matches a float64 reference; bound
                    ROOFTOP_DTYPES) {
   const double c0 = -0.3, c1 = 1.0 / 6;
   const std::vector<std::array<std::int64_t, 3>> grids = {
-      {0, 5, 5}, {1, 1, 1}, {2, 3, 4}, {3, 3, 3}, {3, 1, 7}, {13, 7, 29}, {5, 9, 2048 + 37}, {4, 5, 2048}, {4, 5, 512 + 5}, {64, 64, 64},
+      {0, 5, 5}, {1, 1, 1}, {5, 5, 1}, {5, 5, 2}, {6, 7, 2}, {2, 3, 4}, {3, 3, 3}, {3, 1, 7}, {13, 7, 29}, {5, 9, 2048 + 37}, {4, 5, 2048}, {4, 5, 512 + 5}, {64, 64, 64},
       {4, 300, 1001}};
   // (nz = 29: 16-point blocks with an overlapping last one; 512 + 5: a 2-byte row's second
   // 512-point chunk too short for a block; 300 x 1001: planes of 600 KB and more, which

@@ -197,6 +197,44 @@ TEST_CASE("preconditions: mismatched extents throw rooftop::Error naming op and 
   for (double v : host(c)) REQUIRE(std::isnan(v));
 }
 
+TEST_CASE("preconditions: an output overlapping an input in part, or sharing memory, is refused before anything is written") {
+  const std::int64_t n = 100000;  // several host work items: a shifted overlap would race between them
+  auto whole = test::random_vector<float>(n + 1);
+  const auto before = host(whole);
+  const auto lo = Kokkos::subview(whole, std::make_pair(std::int64_t{0}, n));
+  const auto hi = Kokkos::subview(whole, std::make_pair(std::int64_t{1}, n + 1));
+  auto other = test::random_vector<float>(n);
+  const auto shifted = [](const std::string& op, const std::string& in, const std::string& out, long bytes) {
+    return op + ": " + in + " and " + out + " overlap but are not the same elements (" + in + " is 100000 with strides (1), " + out +
+           " 100000 with strides (1) from " + std::to_string(bytes) + " bytes after " + in +
+           "'s first element): pass the same View to compute in place, or Views that do not overlap";
+  };
+  CHECK_THROWS_WITH_AS(rooftop::copy(Exec(), lo, hi), shifted("copy", "x", "y", 4).c_str(), rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::scale(Exec(), 2.0, lo, hi), shifted("scale", "x", "y", 4).c_str(), rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::add(Exec(), lo, other, hi), shifted("add", "x", "z", 4).c_str(), rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::triad(Exec(), 2.0, hi, other, lo), shifted("triad", "x", "z", -4).c_str(), rooftop::Error);
+  CHECK_THROWS_AS(rooftop::add(Exec(), other, lo, hi), rooftop::Error);     // y and z
+  CHECK_THROWS_AS(rooftop::triad(Exec(), 2.0, other, hi, lo), rooftop::Error);  // y and z
+  CHECK(host(whole) == before);
+
+  // An output of stride 0: every element the same memory.
+  const Kokkos::View<float*, Kokkos::LayoutStride, BackendMemory> one_place(whole.data(), Kokkos::LayoutStride(n, 0));
+  CHECK_THROWS_WITH_AS(rooftop::copy(Exec(), other, one_place),
+                       "copy: y is 100000 with strides (0): some of its elements share memory, and writes to them would race", rooftop::Error);
+  CHECK(host(whole) == before);
+
+  // Interleaved Views of one array share no element: the columns of an (n, 2) matrix.
+  Kokkos::View<float**, Kokkos::LayoutRight, BackendMemory> m("m", n, 2);
+  Kokkos::deep_copy(Kokkos::subview(m, Kokkos::ALL, 0), other);
+  rooftop::scale(Exec(), 2.0, Kokkos::subview(m, Kokkos::ALL, 0), Kokkos::subview(m, Kokkos::ALL, 1));
+  const auto h_other = host(other), h_col = host(Kokkos::subview(m, Kokkos::ALL, 1));
+  for (std::int64_t i = 0; i < n; ++i) REQUIRE(h_col[i] == static_cast<float>(2 * h_other[i]));
+  // One element is one element, whatever its stride.
+  const Kokkos::View<float*, Kokkos::LayoutStride, BackendMemory> first(whole.data(), Kokkos::LayoutStride(1, 7));
+  rooftop::scale(Exec(), 2.0, Kokkos::subview(whole, std::make_pair(std::int64_t{0}, std::int64_t{1})), first);  // in place
+  CHECK(host(whole)[0] == static_cast<float>(2 * before[0]));
+}
+
 // The GPU elementwise loop (detail::write_elements_gpu: each thread several elements a slot
 // count apart, loads before stores) run on this backend: every element written once, with the
 // value of its own index, at sizes that leave the last slots short.

@@ -34,6 +34,9 @@ inline std::string device_name(const Kokkos::Cuda& exec) {
 /// Bytes of the device's L2 cache (its last-level cache).
 inline double l2_bytes(const Kokkos::Cuda& exec) { return static_cast<double>(properties(exec).l2CacheSize); }
 
+/// Bytes of the device's memory.
+inline double memory_bytes(const Kokkos::Cuda& exec) { return static_cast<double>(properties(exec).totalGlobalMem); }
+
 /// Seconds f() takes on exec's stream, between two CUDA events (f must only enqueue work on
 /// exec). The instance is fenced first, so earlier work is not counted.
 template <class F>
