@@ -54,7 +54,10 @@ inline void place_under_roof(Result& r, const Ceilings& c) {
   r.roof_gflops = std::min(r.peak_gflops, r.cost.ai() * r.bandwidth_roof_gbs);
   r.bound = r.cost.bytes / r.bandwidth_roof_gbs >= r.cost.flops / r.peak_gflops ? "memory" : "compute";
   r.roof_fraction = c.roof_seconds(r.cost, r.dtype, r.matrix_units) / t;
-  if (r.paired_bandwidth_gbs > 0)
+  // Paired samples come from the ceiling kernels at the op's working set (the cache's where it
+  // is cache-resident): none where those are not its roof (Ceilings::uses_cache_roof).
+  r.paired_roof_fraction = 0;
+  if (r.paired_bandwidth_gbs > 0 && r.cache_resident == c.uses_cache_roof(r.cost.bytes))
     r.paired_roof_fraction = std::max(r.cost.bytes / (r.paired_bandwidth_gbs * 1e9), r.cost.flops / (r.peak_gflops * 1e9)) / t;
 }
 

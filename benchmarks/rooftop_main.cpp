@@ -203,9 +203,9 @@ nlohmann::json fusion_summary(const std::vector<Result>& results, const std::map
 /// at cache speed the op could not reach that roof. Printed, and returned for the report. None
 /// where the cache ceiling is not above main memory's (Ceilings::cache_above_memory: on GPUs
 /// the cache runs time kernel launches, not the cores).
-nlohmann::json core_limited_summary(const std::vector<Result>& results, const Ceilings& c) {
+nlohmann::json core_limited_summary(const std::vector<Result>& results, const Ceilings& ceilings) {
   nlohmann::json out = nlohmann::json::array();
-  if (!c.cache_above_memory()) return out;
+  if (!ceilings.cache_above_memory()) return out;
   for (const Result& r : results) {
     if (r.cache_resident || r.bound != "memory") continue;
     const Result* in_cache = nullptr;
@@ -257,9 +257,11 @@ void print_header() {
 }
 
 void print_row(const char* tag, const Result& r) {
-  std::printf("%-9s %-15s %4s/%-13s %9.1f %11.1f %10.2f %10.2f %7.3f %5.0f%% %5.0f%% %-8s %s%s\n", tag, r.op.c_str(),
+  char paired[16] = "     -";  // none: see place_under_roof
+  if (r.paired_roof_fraction > 0) std::snprintf(paired, sizeof paired, "%5.0f%%", 100 * r.paired_roof_fraction);
+  std::printf("%-9s %-15s %4s/%-13s %9.1f %11.1f %10.2f %10.2f %7.3f %5.0f%% %s %-8s %s%s\n", tag, r.op.c_str(),
               dtype_name(r.dtype), shape_string(r.shape).c_str(), r.cost.bytes / 1e6, r.timing.seconds_min * 1e6, r.gbs, r.gflops,
-              r.cost.ai(), 100 * r.roof_fraction, 100 * r.paired_roof_fraction, r.bound.c_str(), r.verified ? "yes" : ("NO: " + r.verify_error).c_str(),
+              r.cost.ai(), 100 * r.roof_fraction, paired, r.bound.c_str(), r.verified ? "yes" : ("NO: " + r.verify_error).c_str(),
               r.cache_resident ? " (cache-resident)" : "");
   std::fflush(stdout);
 }
@@ -453,7 +455,7 @@ int run(Options opt) {
         r.matrix_units = inst.matrix_units;
         r.streamable_output_bytes = inst.streamable_output_bytes;
         r.paired_bandwidth_gbs = round > 0 ? results[k].paired_bandwidth_gbs : 0;
-        r.timing = bandwidth.time_interleaved(ceilings, ceilings.uses_cache_roof(inst.cost.bytes), inst.run, 2, reps,
+        r.timing = bandwidth.time_interleaved(ceilings, ceilings.is_cache_resident(inst.cost.bytes), inst.run, 2, reps,
                                               min_seconds, r.paired_bandwidth_gbs);
         r.verify_error = verify_fresh_run(exec, inst);  // after timing
         failed[k] |= !r.verify_error.empty();
@@ -555,7 +557,7 @@ int run(Options opt) {
   write_report(done, opt.rounds, fusion, core_limited, stores);
   std::printf("\nWrote %s, %s and %s\n", json_path.c_str(), csv_path.c_str(), svg_path.c_str());
   const int failures = static_cast<int>(std::count(failed.begin(), failed.end(), 1));
-  const int unrun = static_cast<int>(plan.size() - done.size());
+  const int unrun = static_cast<int>(std::count_if(errors.begin(), errors.end(), [](const std::string& e) { return !e.empty(); }));
   if (failures || unrun || side_by_side_failures || stores_failures) {
     if (failures) std::printf("%d result(s) FAILED verification\n", failures);
     if (side_by_side_failures) std::printf("%d side-by-side chain run(s) FAILED verification\n", side_by_side_failures);

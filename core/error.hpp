@@ -163,9 +163,14 @@ std::string strides_of(const V& v) {
 /// parallel writes race. (Kokkos's span does not show it: a LayoutStride View's span is its
 /// largest extent times stride, whatever the other strides.)
 template <class V>
-void require_distinct_elements(const char* op, const char* name, const V& v) {
+void require_unshared_elements(const char* op, const char* name, const V& v) {
   ROOFTOP_REQUIRE(v.size() == 0 || strided_dims(v).nest, op, name, " is ", shape_of(v), " with strides ", strides_of(v),
                   ": some of its elements share memory, and writes to them would race");
+}
+/// require_unshared_elements, and require_allocated (Views of rank 3 and more).
+template <class V>
+void require_distinct_elements(const char* op, const char* name, const V& v) {
+  require_unshared_elements(op, name, v);
   require_allocated(op, name, v);
 }
 
@@ -253,18 +258,19 @@ void require_apart(const char* op, const char* in_name, const In& in, const char
 template <class In, class Out>
 void require_in_place_or_apart(const char* op, const char* in_name, const In& in, const char* out_name, const Out& out) {
   ROOFTOP_REQUIRE(same_elements(in, out) || !overlap(in, out), op, in_name, " and ", out_name, " overlap but are not the same elements (",
-                  in_name, " is ", shape_of(in), " with strides ", strides_of(in), ", ", out_name, " ", shape_of(out), " with strides ",
+                  in_name, " is ", shape_of(in), " with strides ", strides_of(in), ", ", out_name, " is ", shape_of(out), " with strides ",
                   strides_of(out), " from ",
                   reinterpret_cast<std::intptr_t>(out.data()) - reinterpret_cast<std::intptr_t>(in.data()), " bytes after ", in_name,
                   "'s first element): pass the same View to compute in place, or Views that do not overlap");
 }
 
-/// Precondition of an elementwise or row-wise `op` computing out from in: the same extents, no
-/// two elements of out in the same memory, and out in place of in or apart from it.
+/// Precondition of an elementwise or row-wise `op` computing out from in (Views of rank 1 or
+/// 2): the same extents, no two elements of out in the same memory, and out in place of in or
+/// apart from it.
 template <class In, class Out>
 void require_elementwise(const char* op, const char* in_name, const In& in, const char* out_name, const Out& out) {
   require_same_shape(op, in_name, in, out_name, out);
-  require_distinct_elements(op, out_name, out);
+  require_unshared_elements(op, out_name, out);
   require_in_place_or_apart(op, in_name, in, out_name, out);
 }
 }  // namespace rooftop::detail

@@ -853,6 +853,7 @@ on_exec_space_t<Exec> attention(const Exec& exec, const Q& q, const K& k, const 
   detail::require_allocated("attention", "K", k);
   detail::require_allocated("attention", "V", v);
   detail::require_distinct_elements("attention", "O", o);
+  detail::require_in_place_or_apart("attention", "Q", q, "O", o);
   ROOFTOP_REQUIRE(!detail::overlap(o, k) && !detail::overlap(o, v), "attention", "O overlaps K or V (O is ", shape_of(o),
                   "): other query blocks read K and V while O is written (O may be Q)");
   ROOFTOP_REQUIRE(q.extent(0) == k.extent(0) && q.extent(1) == k.extent(1) && q.extent(3) == k.extent(3), "attention",

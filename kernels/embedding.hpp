@@ -121,7 +121,7 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
   ROOFTOP_REQUIRE(out.extent(0) == ids.extent(0) && out.extent(1) == table.extent(1), "embedding", "table is ",
                   shape_of(table), " and ids is ", shape_of(ids), " but out is ", shape_of(out), " (expected ",
                   ids.extent(0), "x", table.extent(1), ")");
-  detail::require_distinct_elements("embedding", "out", out);
+  detail::require_unshared_elements("embedding", "out", out);
   detail::require_apart("embedding", "table", table, "out", out);
   detail::require_apart("embedding", "ids", ids, "out", out);
   using Member = typename detail::RowTeam<Exec>::Member;

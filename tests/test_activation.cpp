@@ -276,7 +276,7 @@ TEST_CASE("preconditions: activations name the op and extents") {
   const auto before = host(whole);
   const auto lo = Kokkos::subview(whole, std::make_pair(0, 13)), hi = Kokkos::subview(whole, std::make_pair(1, 14));
   CHECK_THROWS_WITH_AS(rooftop::gelu(Exec(), lo, hi),
-                       "gelu: x and y overlap but are not the same elements (x is 13 with strides (1), y 13 with strides (1) from 4 "
+                       "gelu: x and y overlap but are not the same elements (x is 13 with strides (1), y is 13 with strides (1) from 4 "
                        "bytes after x's first element): pass the same View to compute in place, or Views that do not overlap",
                        rooftop::Error);
   CHECK_THROWS_AS(rooftop::silu(Exec(), hi, lo), rooftop::Error);

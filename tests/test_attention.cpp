@@ -358,6 +358,15 @@ TEST_CASE("preconditions: attention names the op and extents") {
                        "attention: O overlaps K or V (O is 1x2x20x16): other query blocks read K and V while O is written (O may be Q)",
                        rooftop::Error);
   CHECK_THROWS_AS(rooftop::attention(Exec(), v, k, v, v, 1.0f, true), rooftop::Error);
+  // O one head past Q: a query block would read Q rows another has overwritten.
+  auto heads = random_tensor<float>(1, 3, 13, 16);
+  using Unmanaged = Kokkos::View<float****, Kokkos::LayoutRight, BackendMemory, Kokkos::MemoryUnmanaged>;
+  const Unmanaged q_heads(heads.data(), 1, 2, 13, 16), o_heads(heads.data() + 13 * 16, 1, 2, 13, 16);
+  CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), q_heads, k, v, o_heads, 1.0f, false),
+                       "attention: Q and O overlap but are not the same elements (Q is 1x2x13x16 with strides (416, 208, 16, 1), O is "
+                       "1x2x13x16 with strides (416, 208, 16, 1) from 832 bytes after Q's first element): pass the same View to "
+                       "compute in place, or Views that do not overlap",
+                       rooftop::Error);
   auto wide = random_tensor<float>(1, 1, 3, 257);
   CHECK_THROWS_WITH_AS(rooftop::attention(Exec(), wide, wide, wide, poisoned_tensor<float>(1, 1, 3, 257), 1.0f, false),
                        "attention: head_dim is 257, more than the 256 supported", rooftop::Error);

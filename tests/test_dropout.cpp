@@ -307,7 +307,7 @@ TEST_CASE("preconditions: dropout names the op, extents and p") {
   const auto before = host(whole);
   CHECK_THROWS_WITH_AS(rooftop::dropout(Exec(), Kokkos::subview(whole, std::make_pair(1, 100001)),
                                         Kokkos::subview(whole, std::make_pair(0, 100000)), 0.1, 1),
-                       "dropout: x and y overlap but are not the same elements (x is 100000 with strides (1), y 100000 with strides "
+                       "dropout: x and y overlap but are not the same elements (x is 100000 with strides (1), y is 100000 with strides "
                        "(1) from -4 bytes after x's first element): pass the same View to compute in place, or Views that do not "
                        "overlap",
                        rooftop::Error);

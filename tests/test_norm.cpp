@@ -702,7 +702,7 @@ TEST_CASE("preconditions: norms name the op and extents") {
   const auto before = host(x);
   const auto lo = Kokkos::subview(x, std::make_pair(0, 3), Kokkos::ALL), hi = Kokkos::subview(x, std::make_pair(1, 4), Kokkos::ALL);
   CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), lo, hi),
-                       "layernorm: x and y overlap but are not the same elements (x is 3x8 with strides (8, 1), y 3x8 with strides (8, "
+                       "layernorm: x and y overlap but are not the same elements (x is 3x8 with strides (8, 1), y is 3x8 with strides (8, "
                        "1) from 32 bytes after x's first element): pass the same View to compute in place, or Views that do not overlap",
                        rooftop::Error);
   CHECK_THROWS_AS(rooftop::rmsnorm(Exec(), hi, lo), rooftop::Error);

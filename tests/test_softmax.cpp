@@ -401,7 +401,7 @@ TEST_CASE("preconditions: softmax names the op and extents") {
   const auto lo = Kokkos::subview(x, std::make_pair(0, 127), Kokkos::ALL), hi = Kokkos::subview(x, std::make_pair(1, 128), Kokkos::ALL);
   const auto before = host(x);
   CHECK_THROWS_WITH_AS(rooftop::softmax(Exec(), hi, lo),
-                       "softmax: x and y overlap but are not the same elements (x is 127x4096 with strides (4096, 1), y 127x4096 with "
+                       "softmax: x and y overlap but are not the same elements (x is 127x4096 with strides (4096, 1), y is 127x4096 with "
                        "strides (4096, 1) from -16384 bytes after x's first element): pass the same View to compute in place, or Views "
                        "that do not overlap",
                        rooftop::Error);
