@@ -77,12 +77,12 @@ struct Ceilings {
   double main_memory_bytes = 0;  // the sweep's main-memory working set (main_memory_working_set)
 
   double dram() const { return bandwidth_gbs.at("dram"); }
-  /// Whether the cache ceiling was measured above main memory's. On GPUs it is not: a quarter
-  /// of L2 (cache_working_set) copies in about the time of one kernel launch, so its runs time
-  /// the launches (every GPU report in docs/measured: H100 1652-2314 GB/s against a main
-  /// memory of 2866-2924, H200 2165-2224 against 4114-4213). Such a ceiling says
-  /// nothing of the cache, and is neither a roof nor a yardstick for the ops' cache runs.
-  /// (On CPUs it has been: the Granite Rapids VM's LLC 59.5 against 51.5 GB/s the closest.)
+  /// Whether the cache ceiling was measured above main memory's. On GPUs it has not been
+  /// (every GPU report in docs/measured: H100 1652-2314 GB/s against a main memory of
+  /// 2866-2924, H200 2165-2224 against 4114-4213): a quarter of L2 (cache_working_set) copies
+  /// in 5-9 us, near a launch's 3.2-4.8, so the launches probably set it (not profiled). Such a
+  /// ceiling is neither a roof nor a yardstick for the ops' cache runs. (On CPUs it has always
+  /// been above: the Granite Rapids VM's LLC 59.5 against 51.5 GB/s the closest.)
   bool cache_above_memory() const {
     const auto llc = bandwidth_gbs.find("llc");
     return llc != bandwidth_gbs.end() && llc->second > dram();

@@ -202,7 +202,7 @@ nlohmann::json fusion_summary(const std::vector<Result>& results, const std::map
 /// the fastest if several) runs below the main-memory bandwidth roof, so even with every byte
 /// at cache speed the op could not reach that roof. Printed, and returned for the report. None
 /// where the cache ceiling is not above main memory's (Ceilings::cache_above_memory: on GPUs
-/// the cache runs time kernel launches, not the cores).
+/// the cache runs are probably bound by kernel launches, not by the cores).
 nlohmann::json core_limited_summary(const std::vector<Result>& results, const Ceilings& ceilings) {
   nlohmann::json out = nlohmann::json::array();
   if (!ceilings.cache_above_memory()) return out;
@@ -355,8 +355,8 @@ int run(Options opt) {
                 when, ceilings.dram(), ceilings.bandwidth_gbs.at("dram_copy"), ceilings.bandwidth_gbs.at("dram_add"),
                 ceilings.bandwidth_gbs.at("dram_triad"), ceilings.bandwidth_gbs.at("dram_read"), ceilings.bandwidth_gbs.at("llc"));
     if (!ceilings.cache_above_memory())
-      std::printf("  (LLC not above DRAM: its runs time something else, on GPUs the kernel launches; cache-resident sizes are held\n"
-                  "   to the DRAM roof, and none is called core-limited)\n");
+      std::printf("  (LLC not above DRAM, as on GPUs, where kernel launches probably bound its runs: cache-resident sizes are\n"
+                  "   held to the DRAM roof, and none is called core-limited)\n");
   };
   print_bandwidth("(before the sweep)");
   for (const char* link : {"h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned"})
