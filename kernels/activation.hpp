@@ -172,14 +172,20 @@ bool map_lanes(const char* label, const Exec& exec, const X& x, const Y& y, cons
 }
 #endif
 
-/// y(i) = f(x(i)) in fp32 for rank-1 x, y, large outputs written as elementwise_stores says.
-template <Work work, class Exec, class X, class Y, class F>
-void map_elements(const char* label, const char* op, const Exec& exec, const X& x, const Y& y, const F& f) {
+/// What every elementwise activation requires of its rank-1 x and y.
+template <class Exec, class X, class Y>
+void require_map_args(const char* op, const X& x, const Y& y) {
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
-  using T = typename Y::value_type;
-  mandate_fp32_math<T>();
+  mandate_fp32_math<typename Y::value_type>();
   require_elementwise(op, "x", x, "y", y);
+}
+
+/// y(i) = f(x(i)) in fp32 for rank-1 x, y already checked (require_map_args), large outputs
+/// written as elementwise_stores says.
+template <Work work, class Exec, class X, class Y, class F>
+void map_checked(const char* label, const Exec& exec, const X& x, const Y& y, const F& f) {
+  using T = typename Y::value_type;
 #if defined(ROOFTOP_HAS_ACTIVATION_LANES)
   if constexpr (on_host<Exec> && has_lanes<F> && (activation_lanes_pay<T> || activation_pairs<T>) &&
                 std::is_same_v<typename X::non_const_value_type, T>) {
@@ -187,6 +193,13 @@ void map_elements(const char* label, const char* op, const Exec& exec, const X& 
   }
 #endif
   map_inputs<elementwise_stores<work, T>()>(label, exec, y, KOKKOS_LAMBDA(const std::int64_t, const float v) { return f(v); }, x);
+}
+
+/// y(i) = f(x(i)) in fp32 for rank-1 x, y: require_map_args, then map_checked.
+template <Work work, class Exec, class X, class Y, class F>
+void map_elements(const char* label, const char* op, const Exec& exec, const X& x, const Y& y, const F& f) {
+  require_map_args<Exec>(op, x, y);
+  map_checked<work>(label, exec, x, y, f);
 }
 
 /// Whether a row functor G splits on the host into g.value(v) per element and g.stage(in, out,
@@ -556,13 +569,11 @@ ROOFTOP_AVX512_WARNINGS_ON
 /// y = max(x, 0) (NaN stays NaN). Throws rooftop::Error if the extents differ.
 template <class Exec, class X, class Y>
 void relu(const Exec& exec, const X& x, const Y& y) {
+  detail::require_map_args<Exec>("relu", x, y);
 #if defined(ROOFTOP_HAS_RELU_BITS)
   using T = typename Y::value_type;
   if constexpr (detail::on_host<Exec> && (std::is_same_v<T, bf16> || std::is_same_v<T, fp16>) &&
                 std::is_same_v<typename X::non_const_value_type, T>) {
-    mandate_input<Exec, X, 1>();
-    mandate_output<Exec, Y, 1>();
-    detail::require_elementwise("relu", "x", x, "y", y);
     if (x.stride(0) == 1 && y.stride(0) == 1) {
       const auto n = static_cast<std::int64_t>(y.extent(0));
       // Streamed when large, as copy is: no conversion bounds this loop.
@@ -571,7 +582,7 @@ void relu(const Exec& exec, const X& x, const Y& y) {
     }
   }
 #endif
-  detail::map_elements<detail::Work::light>("rooftop::relu", "relu", exec, x, y, detail::Relu{});
+  detail::map_checked<detail::Work::light>("rooftop::relu", exec, x, y, detail::Relu{});
 }
 template <class X, class Y>
 void relu(const X& x, const Y& y) { relu(typename Y::execution_space{}, x, y); }

@@ -47,17 +47,23 @@
 namespace rooftop {
 
 namespace detail {
-template <class Exec, class X, class Y, class W>
-void require_norm_args(const char* op, const X& x, const Y& y, const W& w, const char* w_name, double eps) {
+template <class Exec, class X, class Y>
+void require_norm_args(const char* op, const X& x, const Y& y, double eps) {
   mandate_input<Exec, X, 2>();
   mandate_output<Exec, Y, 2>();
-  mandate_input<Exec, W, 1>();
   mandate_fp32_math<typename Y::value_type>();
   require_elementwise(op, "x", x, "y", y);
+  ROOFTOP_REQUIRE(eps >= 0, op, "eps is ", eps, ", expected >= 0");
+}
+
+/// A per-column parameter (weight or bias) of a norm over x into y: none (extent 0) or one per
+/// column, and apart from y.
+template <class Exec, class X, class Y, class W>
+void require_norm_param(const char* op, const X& x, const Y& y, const W& w, const char* w_name) {
+  mandate_input<Exec, W, 1>();
   ROOFTOP_REQUIRE(w.extent(0) == 0 || w.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but ", w_name, " is ",
                   shape_of(w), " (expected ", x.extent(1), " or 0 for none)");
   require_apart(op, w_name, w, "y", y);
-  ROOFTOP_REQUIRE(eps >= 0, op, "eps is ", eps, ", expected >= 0");
 }
 
 /// Whether the rows of x and y and the parameters are contiguous, as the host vector code (below)
@@ -667,8 +673,9 @@ inline constexpr bool rows_line_up = sizeof(typename X::value_type) == sizeof(ty
 /// (empty Views for none). Throws rooftop::Error if the extents do not match or eps < 0.
 template <class Exec, class X, class Y, class W, class B>
 on_exec_space_t<Exec> layernorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight, const B& bias) {
-  detail::require_norm_args<Exec>("layernorm", x, y, weight, "weight", eps);
-  detail::require_norm_args<Exec>("layernorm", x, y, bias, "bias", eps);
+  detail::require_norm_args<Exec>("layernorm", x, y, eps);
+  detail::require_norm_param<Exec>("layernorm", x, y, weight, "weight");
+  detail::require_norm_param<Exec>("layernorm", x, y, bias, "bias");
   // Rows in the host vector code read x and the parameters in place: no scratch row for them,
   // and fp16 parameters are widened as loaded. Elsewhere fp16 parameters are widened into a
   // copy first (the rows then convert nothing of them per element).
@@ -777,7 +784,8 @@ constexpr Cost layernorm_cost(std::int64_t rows, std::int64_t cols) {
 /// View for none). Throws rooftop::Error if the extents do not match or eps < 0.
 template <class Exec, class X, class Y, class W>
 on_exec_space_t<Exec> rmsnorm(const Exec& exec, const X& x, const Y& y, double eps, const W& weight) {
-  detail::require_norm_args<Exec>("rmsnorm", x, y, weight, "weight", eps);
+  detail::require_norm_args<Exec>("rmsnorm", x, y, eps);
+  detail::require_norm_param<Exec>("rmsnorm", x, y, weight, "weight");
   const Kokkos::View<const float*, typename Y::memory_space> no_bias;
   const bool vector_layout =
       detail::vector_norm_rows<detail::RowTeam<Exec>, X, Y, W, decltype(no_bias)> && detail::vector_norm_layout(x, y, weight, no_bias);

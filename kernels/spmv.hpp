@@ -363,7 +363,7 @@ void spmv_blocks(const Exec& exec, std::int64_t rows, const RowPtr& row_ptr, con
 
 /// y = alpha * A x + beta * y (beta == 0: y = alpha * A x, y not read; alpha == 0: y = beta * y,
 /// A and x not read). Throws rooftop::Error if x is not A.cols long, y is not A.rows long, x
-/// and y overlap, or A's arrays disagree in extent.
+/// or any of A's arrays overlaps y, or A's arrays disagree in extent.
 template <class Exec, class T, class Index, class Memory, class X, class Y>
 void spmv(const Exec& exec, double alpha, const Csr<T, Index, Memory>& A, const X& x, double beta, const Y& y) {
   mandate_input<Exec, decltype(A.values), 1>();
@@ -379,6 +379,9 @@ void spmv(const Exec& exec, double alpha, const Csr<T, Index, Memory>& A, const 
   detail::require_distinct_elements("spmv", "y", y);
   ROOFTOP_REQUIRE(!detail::overlap(x, y), "spmv", "x and y overlap (x is ", shape_of(x), ", y is ", shape_of(y),
                   "): rows would read entries of x that other rows have already written");
+  detail::require_apart("spmv", "A.values", A.values, "y", y);
+  detail::require_apart("spmv", "A.col_idx", A.col_idx, "y", y);
+  detail::require_apart("spmv", "A.row_ptr", A.row_ptr, "y", y);
   if (A.rows == 0) return;
   if (alpha == 0) {  // y = beta * y: 0 * Inf or 0 * NaN (in A or x) would give NaN
     if (beta == 0)

@@ -437,6 +437,22 @@ TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), square, x, x),
                        "spmv: x and y overlap (x is 12, y is 12): rows would read entries of x that other rows have already written",
                        rooftop::Error);
+  // y over A's arrays: rows would read entries that other rows have already written.
+  const Kokkos::View<float*, BackendMemory, Kokkos::MemoryUnmanaged> y_on_values(A.values.data() + 2, 11);
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), A, x, y_on_values),
+                       "spmv: A.values and y overlap (A.values is 33 with strides (1), y is 11 with strides (1)): y would be "
+                       "written while A.values is read",
+                       rooftop::Error);
+  const Kokkos::View<float*, BackendMemory, Kokkos::MemoryUnmanaged> y_on_columns(reinterpret_cast<float*>(A.col_idx.data()), 11);
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), A, x, y_on_columns),
+                       "spmv: A.col_idx and y overlap (A.col_idx is 33 with strides (1), y is 11 with strides (1)): y would be "
+                       "written while A.col_idx is read",
+                       rooftop::Error);
+  const Kokkos::View<float*, BackendMemory, Kokkos::MemoryUnmanaged> y_on_rows(reinterpret_cast<float*>(A.row_ptr.data()) + 1, 11);
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), A, x, y_on_rows),
+                       "spmv: A.row_ptr and y overlap (A.row_ptr is 12 with strides (1), y is 11 with strides (1)): y would be "
+                       "written while A.row_ptr is read",
+                       rooftop::Error);
   auto bad = A;
   bad.rows = 10;
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, test::poisoned_vector<float>(10)),
