@@ -530,10 +530,12 @@ double measure_launch_overhead_us(const Exec& exec) {
 /// "h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned". Only for devices with their own
 /// memory; empty otherwise.
 template <class Exec>
-std::map<std::string, double> measure_transfer_bandwidth(const Exec& exec, bool quick) {
+std::map<std::string, double> measure_transfer_bandwidth(const Exec& exec, bool quick,
+                                                         const std::function<void(const std::string&)>& progress) {
   std::map<std::string, double> out;
 #if defined(KOKKOS_ENABLE_CUDA)
   if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+    progress("host <-> device bandwidth (pageable and pinned)");
     const std::int64_t n = 32 << 20;  // doubles: 256 MB
     const double bytes = 8.0 * n;
     Kokkos::View<double*, Kokkos::CudaSpace> device("rooftop::xfer_device", n);
@@ -554,6 +556,7 @@ std::map<std::string, double> measure_transfer_bandwidth(const Exec& exec, bool 
 #endif
   (void)exec;
   (void)quick;
+  (void)progress;
   return out;
 }
 
@@ -589,11 +592,8 @@ Ceilings measure_ceilings(const Exec& exec, const BandwidthSampler<Exec>& bandwi
   measure_compute_peaks(exec, c, quick, progress);
   progress("kernel launch overhead");
   c.launch_overhead_us = measure_launch_overhead_us(exec);
-  const auto transfers = measure_transfer_bandwidth(exec, quick);
-  if (!transfers.empty()) {
-    progress("host <-> device bandwidth (pageable and pinned)");
-    c.bandwidth_gbs.insert(transfers.begin(), transfers.end());
-  }
+  const auto transfers = measure_transfer_bandwidth(exec, quick, progress);
+  c.bandwidth_gbs.insert(transfers.begin(), transfers.end());
   return c;
 }
 

@@ -88,8 +88,13 @@ double tolerance(double want, double scale, double fp32_roundings) {
   return 2 * epsilon<T>() * std::abs(want) + fp32_roundings * epsilon<float>() * scale + denorm_min<T>();
 }
 
-/// Row-wise ops accumulate a row through rooftop's fold: its depth bounds the roundings.
-inline double row_roundings(std::int64_t cols) { return detail::reduction_depth(cols) + 16; }
+/// Row-wise ops accumulate a row through rooftop's fold: its depth bounds the roundings. A
+/// host row folds into four registers of lanes (cpu::detail::fold_row: 32 lanes or more, so
+/// cols / 32 per lane, 1024 for rows of 32768 on AVX2), plus a tail of at most 63 elements.
+inline double row_roundings(std::int64_t cols) {
+  const std::int64_t per_lane = cols / 32 + 64;
+  return detail::reduction_depth(cols, per_lane > 256 ? per_lane : 256) + 16;
+}
 
 /// The bound on an entry of gemm, C = alpha * op(A) op(B) + beta * C0, that is `want` in
 /// float64, where `mag` is the sum of |op(A)(i, kk) op(B)(kk, j)| over k and beta_c0 is beta *

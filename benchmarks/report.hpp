@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -228,6 +229,29 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
     << "<text x='" << right + 20 << "' y='" << bottom + 14 << "' font-size='10'>" << s.git << " " << s.timestamp << "</text>\n"
     << "</svg>\n";
   return o.str();
+}
+
+/// Where an earlier run's report file is kept: "report.json" -> "report.prev.json".
+inline std::string previous_path(const std::string& path) {
+  const auto slash = path.find_last_of('/'), dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + ".prev";
+  return path.substr(0, dot) + ".prev" + path.substr(dot);
+}
+
+/// Renames each of paths that exists to its previous_path (replacing an older one there) and
+/// returns the new names, so that a new run's first report does not overwrite the last run's.
+/// Throws std::runtime_error naming the file it could not rename.
+inline std::vector<std::string> keep_previous(const std::vector<std::string>& paths) {
+  std::vector<std::string> kept;
+  for (const std::string& path : paths) {
+    if (!std::filesystem::exists(path)) continue;
+    const std::string to = previous_path(path);
+    std::error_code error;
+    std::filesystem::rename(path, to, error);
+    if (error) throw std::runtime_error("cannot keep the previous " + path + " as " + to + ": " + error.message());
+    kept.push_back(to);
+  }
+  return kept;
 }
 
 /// Writes each (path, text): first to path + ".tmp", then, once every one is written, renames

@@ -130,8 +130,17 @@ StoresSideBySide stores_side_by_side(const Exec& exec, const OpSpec& spec, DType
   return out;
 }
 
-/// Prints and returns (for the report) the stores' side-by-side timings, keyed by the
-/// results they repeat, with how many results plain stores ran more than 5% faster or slower.
+/// Prints one result's stores side by side, as soon as they are timed.
+void print_stores(const Result& r, const StoresSideBySide& s) {
+  const Alternation& t = s.timing;
+  std::printf("  %-15s %4s/%-13s streamed %9.1f us, plain %9.1f us at best: plain %.2fx (%.2f-%.2fx)%s\n", r.op.c_str(),
+              dtype_name(r.dtype), shape_string(r.shape).c_str(), t.a.seconds_min * 1e6, t.b.seconds_min * 1e6, t.ratio_median(),
+              t.ratios.front(), t.ratios.back(), s.verify_error.empty() ? "" : ("; NOT verified: " + s.verify_error).c_str());
+  std::fflush(stdout);
+}
+
+/// Returns (for the report) the stores' side-by-side timings, keyed by the results they
+/// repeat, and prints how many results plain stores ran more than 5% faster or slower.
 nlohmann::json stores_summary(const std::vector<std::pair<const Result*, StoresSideBySide>>& compared, std::size_t threshold,
                               int pairs) {
   nlohmann::json entries = nlohmann::json::array();
@@ -141,9 +150,6 @@ nlohmann::json stores_summary(const std::vector<std::pair<const Result*, StoresS
     const double speedup = t.ratio_median();  // streamed time over plain time
     faster += speedup > 1.05;
     slower += speedup < 1 / 1.05;
-    std::printf("  %-15s %4s/%-13s streamed %9.1f us, plain %9.1f us at best: plain %.2fx (%.2f-%.2fx)%s\n", r->op.c_str(),
-                dtype_name(r->dtype), shape_string(r->shape).c_str(), t.a.seconds_min * 1e6, t.b.seconds_min * 1e6, speedup,
-                t.ratios.front(), t.ratios.back(), s.verify_error.empty() ? "" : ("; NOT verified: " + s.verify_error).c_str());
     nlohmann::json entry = {{"op", r->op}, {"dtype", dtype_name(r->dtype)}, {"shape", r->shape},
                             {"streamed_seconds_min", t.a.seconds_min}, {"plain_seconds_min", t.b.seconds_min},
                             {"plain_speedup_median", speedup}, {"plain_speedup_min", t.ratios.front()},
@@ -266,7 +272,9 @@ void print_row(const char* tag, const Result& r) {
   std::fflush(stdout);
 }
 
-int run(Options opt) {
+/// Checks the arguments (no Kokkos needed, so a mistake is told before Kokkos starts and prints
+/// its own notes), then starts Kokkos with argc/argv and runs.
+int run(Options opt, int& argc, char** argv) {
   if (opt.rounds <= 0) opt.rounds = opt.quick ? 1 : 2;
   if (!opt.ops_given)
     for (const auto& o : op_table()) opt.ops += (opt.ops.empty() ? "" : ",") + o.name;
@@ -307,12 +315,19 @@ int run(Options opt) {
                            [&](DType d) { return std::find(s->dtypes.begin(), s->dtypes.end(), d) != s->dtypes.end(); });
       }))
     throw std::invalid_argument("nothing to run: none of the ops supports the dtypes asked for");
+  for (const OpSpec* s : ops)
+    if (std::none_of(dtypes.begin(), dtypes.end(),
+                     [&](DType d) { return std::find(s->dtypes.begin(), s->dtypes.end(), d) != s->dtypes.end(); })) {
+      std::string supported;
+      for (DType d : s->dtypes) supported += (supported.empty() ? "" : ", ") + std::string(dtype_name(d));
+      std::printf("note: %s runs in %s only, none of them in --dtypes: left out\n", s->name.c_str(), supported.c_str());
+    }
   std::filesystem::create_directories(opt.out);
   const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
   // Checked now, not after a sweep of many minutes: each of the report's files can be written
   // as write_files does it (path.tmp, renamed into place), so an earlier report stays until it
   // is replaced.
-  const std::string report_paths[] = {json_path, csv_path, svg_path};
+  const std::vector<std::string> report_paths = {json_path, csv_path, svg_path};
   for (const std::string& path : report_paths) {
     const bool ok = static_cast<bool>(std::ofstream(path + ".tmp"));
     std::error_code ignored;
@@ -320,7 +335,12 @@ int run(Options opt) {
     if (!ok || std::filesystem::is_directory(path))
       throw std::invalid_argument("cannot write " + path + " (--out '" + opt.out + "')");
   }
+  // An earlier run's report is kept (report.prev.json, ...) when this run writes its first one.
+  bool previous_kept = std::none_of(report_paths.begin(), report_paths.end(), [](const std::string& p) { return std::filesystem::exists(p); });
   const std::uint64_t seed = opt.seed_given ? opt.seed : std::random_device{}();
+
+  // Every View below is destroyed before this guard finalizes Kokkos (reverse order).
+  Kokkos::ScopeGuard kokkos(argc, argv);
 
   const std::string pages = opt.pages == "huge" ? use_huge_pages_for_host_views()
                                                 : "system default pages (THP " + transparent_huge_pages_mode() + ", --pages system)";
@@ -339,6 +359,11 @@ int run(Options opt) {
                 host_outputs_text(sys.streaming_store_threshold).c_str());
   if (!std::getenv("OMP_PROC_BIND") && std::string(backend_name) == "OpenMP")
     std::printf("note: OMP_PROC_BIND is not set; threads may migrate (set OMP_PROC_BIND=spread OMP_PLACES=threads)\n");
+
+  if (!previous_kept)
+    std::printf("%s holds an earlier report: it is kept as report.prev.json, report.prev.csv and roofline.prev.svg\n"
+                "(replacing older ones) when this run writes its own\n",
+                opt.out.c_str());
 
   std::printf("\nMeasuring ceilings...\n");
   auto progress = [](const std::string& step) {
@@ -427,6 +452,12 @@ int run(Options opt) {
                            {"error", errors[k]},
                            {"rounds_measured", rounds_measured[k]}});
     if (!errored.empty()) report["errors"] = errored;
+    if (!previous_kept) {
+      std::string names;
+      for (const std::string& kept : keep_previous(report_paths)) names += (names.empty() ? "" : ", ") + kept;
+      std::printf("Kept the previous run's report as %s\n", names.c_str());
+      previous_kept = true;
+    }
     write_files({{json_path, report.dump(2) + "\n"}, {csv_path, to_csv(done)}, {svg_path, to_svg(sys, ceilings, done)}});
   };
   // Best-of-many, like STREAM, and spread over rounds: on a shared machine the bandwidth
@@ -547,6 +578,7 @@ int run(Options opt) {
         const std::uint64_t stores_seed = seed + (opt.rounds + 1) * plan.size() + k;  // after the sweep's and the chains'
         compared.emplace_back(&r, stores_side_by_side(exec, *find_op(r.op), r.dtype, r.shape, stores_seed, pairs, threshold));
         stores_failures += !compared.back().second.verify_error.empty();
+        print_stores(r, compared.back().second);
       } catch (const std::exception& e) {
         std::printf("  warning: %s %s/%s could not run side by side: %s\n", r.op.c_str(), dtype_name(r.dtype),
                     shape_string(r.shape).c_str(), first_paragraph(e.what()).c_str());
@@ -578,7 +610,7 @@ int main(int argc, char** argv) {
   for (const auto& s : op_table()) op_list += (op_list.empty() ? "" : ",") + s.name;
   app.add_option("--ops", opt.ops, "Comma-separated ops to run (default: all of " + op_list + ")");
   app.add_option("--dtypes", opt.dtypes, "Comma-separated dtypes: fp64,fp32,bf16,fp16")->capture_default_str();
-  app.add_option("--out", opt.out, "Directory for report.json, report.csv and roofline.svg")->capture_default_str();
+  app.add_option("--out", opt.out, "Directory for report.json, report.csv and roofline.svg (an earlier run's are kept as report.prev.json, report.prev.csv and roofline.prev.svg)")->capture_default_str();
   const CLI::Validator positive(
       [](std::string& v) -> std::string {
         try {
@@ -596,7 +628,14 @@ int main(int argc, char** argv) {
       ->check(positive);
   const CLI::Validator whole(
       [](std::string& v) -> std::string {
-        if (!v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) return "";
+        if (!v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+          try {
+            std::stoull(v);
+            return "";
+          } catch (const std::out_of_range&) {
+            return "expected a whole number below 2^64, got '" + v + "'";
+          }
+        }
         return "expected a whole number, 0 or more, got '" + v + "'";
       },
       "UINT");
@@ -629,9 +668,8 @@ int main(int argc, char** argv) {
       return 2;
     }
 
-  Kokkos::ScopeGuard kokkos(argc, argv);
   try {
-    return run(opt);
+    return run(opt, argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rooftop: %s\n", e.what());
     return 2;

@@ -17,17 +17,25 @@ if(ROOFTOP_BACKEND_UPPER STREQUAL "CUDA")
 else()
   set(ROOFTOP_KOKKOS_CACHE_PREFIX "${ROOFTOP_CACHE}/kokkos-3.4.01-openmp")
 endif()
-find_package(Kokkos 3.4 CONFIG QUIET HINTS "${ROOFTOP_KOKKOS_CACHE_PREFIX}")
-if(NOT Kokkos_FOUND)
-  message(FATAL_ERROR
-    "rooftop: Kokkos (>= 3.4) not found. Either point Kokkos_ROOT at an installed Kokkos, or run\n"
-    "  scripts/setup.sh --backend ${ROOFTOP_BACKEND}\n"
-    "which builds Kokkos 3.4.01 from Debian's trilinos source package into ${ROOFTOP_CACHE}.")
+if(TARGET Kokkos::kokkos AND NOT Kokkos_FOUND)
+  # A parent project's Kokkos built in its own tree (add_subdirectory): no package to find.
+  message(STATUS "rooftop: the parent project's Kokkos::kokkos target")
+else()
+  find_package(Kokkos 3.4 CONFIG QUIET HINTS "${ROOFTOP_KOKKOS_CACHE_PREFIX}")
+  if(NOT Kokkos_FOUND)
+    message(FATAL_ERROR
+      "rooftop: Kokkos (>= 3.4) not found. Either point Kokkos_ROOT at an installed Kokkos, or run\n"
+      "  scripts/setup.sh --backend ${ROOFTOP_BACKEND}\n"
+      "which builds Kokkos 3.4.01 from Debian's trilinos source package into ${ROOFTOP_CACHE}.")
+  endif()
+  message(STATUS "rooftop: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}")
 endif()
-message(STATUS "rooftop: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}")
 
-# The backend needs its execution space compiled into Kokkos.
-if(ROOFTOP_BACKEND_UPPER STREQUAL "OPENMP")
+# The backend needs its execution space compiled into Kokkos (checked where rooftop found
+# Kokkos's package, whose variables kokkos_check reads; not for a parent's in-tree Kokkos).
+if(NOT Kokkos_FOUND)
+  message(STATUS "rooftop: not checking that the parent's Kokkos has the ${ROOFTOP_BACKEND} backend")
+elseif(ROOFTOP_BACKEND_UPPER STREQUAL "OPENMP")
   kokkos_check(DEVICES OpenMP)
 elseif(ROOFTOP_BACKEND_UPPER STREQUAL "SERIAL")
   kokkos_check(DEVICES Serial)

@@ -161,11 +161,12 @@ std::string strides_of(const V& v) {
 /// Precondition of `op` for an output View: no two of its elements share memory (its strides
 /// nest, strided_dims): a stride of 0, or strides that fold it onto itself, would make
 /// parallel writes race. (Kokkos's span does not show it: a LayoutStride View's span is its
-/// largest extent times stride, whatever the other strides.)
+/// largest extent times stride, whatever the other strides.) Conservative: strides that do not
+/// nest but still give distinct offsets, such as (5, 3) for 2x3 elements, are refused too.
 template <class V>
 void require_unshared_elements(const char* op, const char* name, const V& v) {
   ROOFTOP_REQUIRE(v.size() == 0 || strided_dims(v).nest, op, name, " is ", shape_of(v), " with strides ", strides_of(v),
-                  ": some of its elements share memory, and writes to them would race");
+                  ": its strides do not nest, so its elements may share memory and writes to them could race");
 }
 /// require_unshared_elements, and require_allocated (Views of rank 3 and more).
 template <class V>

@@ -827,7 +827,7 @@ struct RowTeam {
   template <class X>
   KOKKOS_INLINE_FUNCTION static cpu::Prefetch next_row_of(const X& x, std::int64_t row) {
     if constexpr (!gpu && host_streams<Exec>) {
-      if (row + 1 < static_cast<std::int64_t>(x.extent(0)) && x.stride(1) == 1)
+      if (row + 1 < static_cast<std::int64_t>(x.extent(0)) && x.extent(1) > 0 && x.stride(1) == 1)
         return {reinterpret_cast<const char*>(&x(row + 1, 0)), static_cast<std::int64_t>(sizeof(typename X::value_type))};
     }
     return {};

@@ -4,10 +4,12 @@
 /// reproducible across backends and thread counts and need no generator state.
 #pragma once
 
+#include "error.hpp"
 #include "kokkos_compat.hpp"
 #include "types.hpp"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace rooftop {
 
@@ -34,14 +36,23 @@ void fill_uniform(const Exec& exec, const View& v, std::uint64_t seed, double lo
 }
 
 /// Fills a rank-1 View with integers uniform in [lo, hi] (exact in every dtype when small):
-/// sums of such values are exact in fp32, which lets tests compare reductions exactly.
+/// sums of such values are exact in fp32, which lets tests compare reductions exactly. Integer
+/// Views get the integers themselves (ids up to 2^31 - 1); floating ones, each rounded once to
+/// their dtype. Throws rooftop::Error if hi < lo.
 template <class Exec, class View>
 void fill_integers(const Exec& exec, const View& v, std::uint64_t seed, int lo, int hi) {
   using T = typename View::value_type;
-  const std::uint64_t span = static_cast<std::uint64_t>(hi - lo + 1);
+  ROOFTOP_REQUIRE(lo <= hi, "fill_integers", "lo is ", lo, " but hi is ", hi, " (expected lo <= hi)");
+  const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(hi) - lo + 1);
+  const auto first = static_cast<std::int64_t>(lo);
   Kokkos::parallel_for(
-      "rooftop::fill_integers", compat::Range<Exec>(exec, 0, v.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(static_cast<float>(lo + static_cast<int>(hash64(seed, i) % span))); });
+      "rooftop::fill_integers", compat::Range<Exec>(exec, 0, v.extent(0)), KOKKOS_LAMBDA(const std::int64_t i) {
+        const std::int64_t value = first + static_cast<std::int64_t>(hash64(seed, i) % span);
+        if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>)
+          v(i) = static_cast<T>(value);
+        else
+          v(i) = T(static_cast<float>(value));  // float, bf16, fp16: exact below 2^24, 2^8, 2^11
+      });
 }
 
 /// Fills a rank-1 View with NaN (poison), so elements an op fails to write are caught.

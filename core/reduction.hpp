@@ -52,13 +52,15 @@ inline constexpr std::int64_t reduction_span_blocks = 256;
 /// Bound on the number of sequential additions any term passes through in chunked_reduce over
 /// n terms: at most block / lanes per lane (CPU), 2 log2(reduction_span_blocks) + 1 in a
 /// span's cascade, one per span a thread folds (at most n / (block reduction_span_blocks) + 16,
-/// reduce_blocks' spans), and tree levels (at most 64). A fold's worst-case rounding error is
-/// this times the accumulator's epsilon times the sum of |terms|. `lane_additions`: the most per
-/// lane. (Folded one block after another, a thread's blocks had added n / block: 2^30 fp32
-/// values, 3.1% of the sum in the worst case, where the spans give 1.6e-4.)
+/// reduce_blocks' spans; on GPUs reduce_blocks_gpu's thread folds its share of a span, n /
+/// (1024 spans x 256 threads), the larger of the two), and tree levels (at most 64). A fold's
+/// worst-case rounding error is this times the accumulator's epsilon times the sum of |terms|.
+/// `lane_additions`: the most per lane. (Folded one block after another, a thread's blocks had
+/// added n / block: 2^30 fp32 values, 3.1% of the sum in the worst case, where the spans give
+/// 5.3e-4 by this bound.)
 inline double reduction_depth(std::int64_t n, std::int64_t lane_additions = 256) {
   const double per_lane = static_cast<double>(n < lane_additions ? n : lane_additions);
-  return per_lane + 17 + static_cast<double>(n) / (4096 * reduction_span_blocks) + 16 + 64;
+  return per_lane + 17 + static_cast<double>(n) / (1024 * 256) + 16 + 64;
 }
 
 /// reduction_depth of reduce_regions' folds, whose work items fold four runs into a quarter of
@@ -113,6 +115,7 @@ struct NanMax {
 /// The `lanes` partials of a fold combined in a fixed pairwise order.
 template <int lanes, class Acc, class Combine>
 KOKKOS_INLINE_FUNCTION Acc combine_lanes(Acc (&part)[lanes], const Combine& combine) {
+  static_assert(lanes > 0 && (lanes & (lanes - 1)) == 0, "combine_lanes: a power of two of lanes (else partials are dropped)");
   for (int width = lanes / 2; width > 0; width /= 2)
     for (int k = 0; k < width; ++k) part[k] = combine(part[k], part[k + width]);
   return part[0];

@@ -17,12 +17,26 @@ namespace rooftop {
 /// round-to-nearest-even; NaN stays NaN (quieted), +-Inf stays +-Inf, overflow rounds to Inf.
 /// Arithmetic happens in float: read with `float(x)`, write with `bf16(value)`. On GPUs the
 /// conversions are the hardware's (fp16 everywhere, bf16 from sm_80), the same bits.
+namespace detail {
+/// d narrowed to float with round-to-odd (toward zero, the lowest bit set where inexact), so
+/// that rounding the result to nearest even in 16 bits (fewer than 24 - 2) gives what rounding
+/// d itself would: no double rounding. NaN and exact values pass as static_cast does.
+KOKKOS_INLINE_FUNCTION float to_float_odd(double d) {
+  const float f = static_cast<float>(d);
+  const double back = f;
+  if (back == d || back != back) return f;
+  std::uint32_t u = compat::bit_cast<std::uint32_t>(f);
+  if (d > 0 ? back > d : back < d) --u;  // rounded away from zero (to Inf, too): one step back
+  return compat::bit_cast<float>(u | 1u);
+}
+}  // namespace detail
+
 struct bf16 {
   std::uint16_t bits;
 
   bf16() = default;
   KOKKOS_FORCEINLINE_FUNCTION explicit bf16(float f) : bits(from_float(f)) {}
-  KOKKOS_INLINE_FUNCTION explicit bf16(double d) : bf16(static_cast<float>(d)) {}
+  KOKKOS_INLINE_FUNCTION explicit bf16(double d) : bf16(detail::to_float_odd(d)) {}
   KOKKOS_FORCEINLINE_FUNCTION operator float() const {
     return compat::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
   }
@@ -59,7 +73,7 @@ struct fp16 {
 
   fp16() = default;
   KOKKOS_FORCEINLINE_FUNCTION explicit fp16(float f) : bits(from_float(f)) {}
-  KOKKOS_INLINE_FUNCTION explicit fp16(double d) : fp16(static_cast<float>(d)) {}
+  KOKKOS_INLINE_FUNCTION explicit fp16(double d) : fp16(detail::to_float_odd(d)) {}
   KOKKOS_FORCEINLINE_FUNCTION operator float() const { return to_float(bits); }
   KOKKOS_INLINE_FUNCTION static fp16 from_bits(std::uint16_t b) {
     fp16 h;
@@ -164,8 +178,9 @@ template <class T>
 using compute_t = std::conditional_t<std::is_same_v<std::remove_cv_t<T>, double>, double, float>;
 
 /// Machine epsilon of the storage type (distance from 1 to the next representable value).
-template <class T>
+template <class StorageType, class T = std::remove_cv_t<StorageType>>
 constexpr double epsilon() {
+  static_assert(is_supported_dtype_v<T>, "epsilon: double, float, bf16 or fp16");
   if constexpr (std::is_same_v<T, double>) return 0x1p-52;
   else if constexpr (std::is_same_v<T, float>) return 0x1p-23;
   else if constexpr (std::is_same_v<T, bf16>) return 0x1p-7;
@@ -173,8 +188,9 @@ constexpr double epsilon() {
 }
 
 /// Smallest positive subnormal of the storage type: the absolute spacing of results near zero.
-template <class T>
+template <class StorageType, class T = std::remove_cv_t<StorageType>>
 constexpr double denorm_min() {
+  static_assert(is_supported_dtype_v<T>, "denorm_min: double, float, bf16 or fp16");
   if constexpr (std::is_same_v<T, double>) return 0x1p-1074;
   else if constexpr (std::is_same_v<T, float>) return 0x1p-149;
   else if constexpr (std::is_same_v<T, bf16>) return 0x1p-133;

@@ -910,13 +910,14 @@ constexpr double attention_pairs(std::int64_t seq_q, std::int64_t seq_k, bool ca
 /// per head_dim entry in Q K^T and in P V; the softmax's exp, max and sums, about 5 per pair,
 /// are not counted, as in the FlashAttention papers), over batch * heads * attention_pairs:
 /// 4 b h seq_q seq_k d, about half of it causal (exactly b h (seq_q (seq_q + 1) / 2) 4 d
-/// when seq_q == seq_k). Read Q, K and V once, write O once.
+/// when seq_q == seq_k). Read Q and the keys and values some query sees once (causal with
+/// seq_q < seq_k: the first seq_q, which is all the kernel loads), write O once.
 template <class T>
 constexpr Cost attention_cost(std::int64_t batch, std::int64_t heads, std::int64_t seq_q, std::int64_t seq_k,
                               std::int64_t head_dim, bool causal) {
   const double bh = static_cast<double>(batch) * heads;
-  return {4.0 * bh * attention_pairs(seq_q, seq_k, causal) * head_dim,
-          bytes_of<T>(bh * head_dim * (2.0 * seq_q + 2.0 * seq_k))};
+  const double keys_seen = static_cast<double>(causal && seq_q < seq_k ? seq_q : seq_k);
+  return {4.0 * bh * attention_pairs(seq_q, seq_k, causal) * head_dim, bytes_of<T>(bh * head_dim * (2.0 * seq_q + 2.0 * keys_seen))};
 }
 
 }  // namespace rooftop

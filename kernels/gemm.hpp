@@ -1031,10 +1031,13 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
   const GemmOperand<A, Acc> opa{a, ta == Trans::transpose};
   const GemmOperand<B, Acc> opb{b, tb == Trans::transpose};
   const std::int64_t m = opa.rows(), k = opa.cols(), n = opb.cols();
-  const char* names[] = {"A", "A^T", "B", "B^T"};
-  const char* an = names[opa.trans], *bn = names[2 + opb.trans];
-  ROOFTOP_REQUIRE(opb.rows() == k, "gemm", an, " is ", shape_of(a), " and ", bn, " is ", shape_of(b),
-                  ": inner extents differ (", k, " vs ", opb.rows(), ")");
+  // "A is 4x5", or "A^T is 5x4 (A is 4x5)": the extents the inner-extent test compares.
+  auto operand = [](const char* name, bool trans, std::int64_t rows, std::int64_t cols, const std::string& stored) {
+    return trans ? std::string(name) + "^T is " + std::to_string(rows) + "x" + std::to_string(cols) + " (" + name + " is " + stored + ")"
+                 : std::string(name) + " is " + stored;
+  };
+  ROOFTOP_REQUIRE(opb.rows() == k, "gemm", operand("A", opa.trans, m, k, shape_of(a)), " and ",
+                  operand("B", opb.trans, opb.rows(), n, shape_of(b)), ": inner extents differ (", k, " vs ", opb.rows(), ")");
   const std::int64_t cm = static_cast<std::int64_t>(c.extent(rank - 2)), cn = static_cast<std::int64_t>(c.extent(rank - 1));
   ROOFTOP_REQUIRE(cm == m && cn == n, "gemm", "C is ", shape_of(c), " but op(A) * op(B) is ", m, "x", n);
   std::int64_t batch = 1;

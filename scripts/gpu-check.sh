@@ -24,7 +24,8 @@
 #
 # --bin: the binaries (default build/cuda/bin). --out: the results (default
 # docs/results/<gpu-name>, e.g. docs/results/nvidia-h100-80gb-hbm3). Each step records its
-# outcome in <out>/status.txt, which the summary shows. Steps are separate so each fits a
+# outcome in <out>/status.txt, which the summary shows; the exit status is 1 where a step of
+# this call failed (summary: a target not met or not measured). Steps are separate so each fits a
 # time-limited session; run them in this order. PYTHON names the Python with PyTorch (default
 # python3). Nothing here changes the GPU's settings.
 set -euo pipefail
@@ -53,8 +54,10 @@ fi
 mkdir -p "$out"
 [ -f "$out/nvidia-smi.txt" ] || nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 
-# status KEY TEXT: replaces KEY's line in status.txt.
+# status KEY TEXT: replaces KEY's line in status.txt (a TEXT of FAIL... fails this call).
+failed_steps=0
 status() {
+  case "$2" in FAIL*) failed_steps=$((failed_steps + 1)) ;; esac
   touch "$out/status.txt"
   { grep -v "^$1:" "$out/status.txt" || true; echo "$1: $2"; } > "$out/status.txt.new"
   mv "$out/status.txt.new" "$out/status.txt"
@@ -63,7 +66,7 @@ status() {
 
 test_binaries() {
   if [ $# -gt 0 ]; then for t in "$@"; do echo "$bin/$(basename "$t")"; done; return; fi
-  ls "$bin"/test_* 2>/dev/null || { echo "gpu-check: no test binaries in $bin" >&2; exit 1; }
+  ls "$bin"/test_* 2>/dev/null || true
 }
 
 # run_tests NAME LOG [wrapper...] -- [binaries...]: each binary under the wrapper; one status line.
@@ -73,11 +76,17 @@ run_tests() {
   while [ "$1" != "--" ]; do wrapper+=("$1"); shift; done
   shift
   : > "$log"
-  for t in $(test_binaries "$@"); do
+  local binaries=()
+  mapfile -t binaries < <(test_binaries "$@")
+  if [ ${#binaries[@]} -eq 0 ]; then
+    status "$name" "FAIL: no test binaries in $bin"
+    return
+  fi
+  for t in "${binaries[@]}"; do
     count=$((count + 1))
     echo "[gpu-check] $name: $(basename "$t")" >&2
     local start=$SECONDS rc=0
-    "${wrapper[@]}" "$t" >> "$log" 2>&1 || rc=$?
+    if [ -x "$t" ]; then "${wrapper[@]}" "$t" >> "$log" 2>&1 || rc=$?; else echo "no such binary: $t" >> "$log"; rc=127; fi
     echo "== $(basename "$t"): exit $rc in $((SECONDS - start)) s" >> "$log"
     [ $rc -eq 0 ] || failed+=("$(basename "$t") (exit $rc)")
   done
@@ -107,7 +116,7 @@ do_step() {
       local rc=0
       "$python" scripts/gpu_references.py "$out/report.json" "$out/references.json" "$@" 2>&1 | tee "$out/references.log" || rc=$?
       [ $rc -eq 0 ] && status references "PASS ($out/references.json)" || status references "FAIL: exit $rc ($out/references.log)" ;;
-    summary) "$python" scripts/gpu_summary.py "$out" ;;
+    summary) "$python" scripts/gpu_summary.py "$out" || failed_steps=$((failed_steps + 1)) ;;
     profile)
       shift
       [ $# -ge 1 ] || { echo "gpu-check: profile REGEX [rooftop args]" >&2; exit 2; }
@@ -165,3 +174,4 @@ else
   do_step "$step" "$@"
 fi
 echo "[gpu-check] results in $out" >&2
+[ "$failed_steps" -eq 0 ]

@@ -179,7 +179,8 @@ def main():
 
     print(f"[references] PyTorch {torch.__version__} on {device_name}", file=sys.stderr)
     out = {"schema": "rooftop-references/1", "torch_version": torch.__version__, "device": device_name,
-           "report_device": report["system"].get("device", ""), "ops": []}
+           "report_device": report["system"].get("device", ""),
+           "report_timestamp": report["system"].get("timestamp", ""), "ops": []}
     out["d2d_copy_gbs"] = d2d_copy_gbs(timer, args.device, args.reps, args.min_seconds)
     print(f"[references] device-to-device copy {out['d2d_copy_gbs']:.1f} GB/s", file=sys.stderr)
 

@@ -5,7 +5,12 @@ GPU targets of the project's issues, each marked met or not.
 
     python3 scripts/gpu_summary.py DIR     reads DIR/report.json, DIR/references.json and
                                            DIR/status.txt (each optional but the report),
-                                           writes DIR/summary.md and prints it
+                                           writes DIR/summary.md and prints it; exit
+                                           status 1 unless every target was met
+
+A target that could not be checked (no references.json, or one made from another run's
+report.json) counts as not met; so do the report's failed instances ("errors") and a run
+stopped before its last round.
 
 Targets checked (the datasheet FP32 peak of H100 SXM and H200 is 66.9 TFLOP/s):
 - main-memory (HBM) ceiling >= 0.90x PyTorch's device-to-device copy rate;
@@ -47,6 +52,13 @@ def main():
     if report is None:
         sys.exit(f"gpu_summary: no {d}/report.json (run the roofline step first)")
     refs = load(os.path.join(d, "references.json"))
+    # References are timed beside one report: those of another run's (the roofline step run
+    # again since) would pair its shapes with figures of a different run.
+    stale_refs = None
+    if refs is not None and refs.get("report_timestamp") != report["system"].get("timestamp"):
+        stale_refs = (f"references.json was made from the report of {refs.get('report_timestamp', 'an unrecorded time')}, "
+                      f"not this one ({report['system'].get('timestamp')}): run the references step again")
+        refs = None
     status_path = os.path.join(d, "status.txt")
     status = open(status_path).read().strip().splitlines() if os.path.exists(status_path) else []
 
@@ -101,10 +113,19 @@ def main():
     unverified = [r for r in report["ops"] if not r.get("verified")]
     met = check(out, not unverified, "every result verified against float64" +
                 "".join(f"; {r['op']} {r['dtype']} {shape_str(r['shape'])} not" for r in unverified[:8]))
+    errors = report.get("errors", [])
+    met &= check(out, not errors, "every planned instance ran" +
+                 "".join(f"; {e['op']} {e['dtype']} {shape_str(e['shape'])} failed: {e['error']}" for e in errors[:8]))
+    rounds = report.get("rounds", {})
+    met &= check(out, rounds.get("completed", 0) >= rounds.get("planned", 1),
+                 f"every round completed ({rounds.get('completed', '?')} of {rounds.get('planned', '?')})")
     if refs:
         met &= check(out, dram >= 0.90 * refs["d2d_copy_gbs"],
                      f"main-memory ceiling {dram:.0f} GB/s >= 0.90x PyTorch's copy {refs['d2d_copy_gbs']:.0f} GB/s "
                      f"({dram / refs['d2d_copy_gbs']:.2f}x)")
+    else:
+        met &= check(out, False, "PyTorch references: " + (stale_refs or "no references.json (run the references step)") +
+                     "; the targets beside PyTorch are not checked")
     stream = [r for r in main_memory if r["op"] in STREAM_OPS]
     if stream:
         worst = min(stream, key=lambda r: r["roof_fraction"])
@@ -123,6 +144,9 @@ def main():
         if e and "error" not in e:
             what += f", {e['rooftop_vs_torch']:.2f}x PyTorch (>= 1.0)"
             ok = ok and e["rooftop_vs_torch"] >= 1.0
+        else:
+            what += ", PyTorch not measured (>= 1.0 not checked)"
+            ok = False
         met &= check(out, ok, what)
     for op, dtype, target, name in (("gemm", "fp32", 0.6, "cuBLAS SGEMM"), ("attention", "bf16", 0.3, "PyTorch SDPA")):
         for r in (r for r in report["ops"] if r["op"] == op and r["dtype"] == dtype):
@@ -131,6 +155,9 @@ def main():
                 met &= check(out, e["rooftop_vs_torch"] >= target,
                              f"{op} {dtype} {shape_str(r['shape'])}: {r['gflops'] / 1e3:.1f} TFLOP/s, "
                              f"{e['rooftop_vs_torch']:.2f}x {name} (>= {target})")
+            else:
+                met &= check(out, False, f"{op} {dtype} {shape_str(r['shape'])}: {r['gflops'] / 1e3:.1f} TFLOP/s, "
+                                         f"{name} not measured (>= {target} not checked)")
     above = [r for r in report["ops"] if r["roof_fraction"] > 1.05]
     met &= check(out, not above, "no result above its roof by more than 5%" +
                  "".join(f"; {r['op']} {r['dtype']} {shape_str(r['shape'])} at {r['roof_fraction']:.2f}" for r in above[:8]))
@@ -142,6 +169,7 @@ def main():
     with open(os.path.join(d, "summary.md"), "w") as f:
         f.write(text)
     print(text, end="")
+    sys.exit(0 if met else 1)
 
 
 if __name__ == "__main__":

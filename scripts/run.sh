@@ -21,9 +21,24 @@ preset="${ROOFTOP_PRESET:-openmp}"
 
 kokkos_root=$(scripts/setup.sh --backend "$preset" | sed -n 's/^KOKKOS_ROOT=//p')
 export Kokkos_ROOT="$kokkos_root"
-echo "[run] configuring and building (preset $preset, Kokkos from $kokkos_root)" >&2
+# roofline and bench build their binary alone; test and build, everything.
+case "$what" in
+  roofline) targets=(--target rooftop) ;;
+  bench) targets=(--target rooftop_bench) ;;
+  *) targets=() ;;
+esac
+log="build/build-$preset.log"
+echo "[run] configuring and building ${targets[1]:-everything} (preset $preset, Kokkos from $kokkos_root; log in $log)" >&2
 cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset" -j "$(nproc)" >/dev/null 2>build/build-"$preset".log || { cat build/build-"$preset".log >&2; exit 1; }
+# Progress: one line per file compiled and binary linked; on failure, the log less those lines.
+status=0
+cmake --build --preset "$preset" -j "$(nproc)" ${targets[@]+"${targets[@]}"} 2>&1 | tee "$log" |
+  { grep --line-buffered -E '^\[ *[0-9]+%\] (Building|Linking)' | sed -u 's/^/[run]   /' >&2 || true; } || status=$?
+if [ "$status" -ne 0 ]; then
+  grep -v -E '^\[ *[0-9]+%\] ' "$log" >&2
+  echo "[run] the build failed (exit status $status); its whole output is in $log" >&2
+  exit 1
+fi
 
 # Pinned threads: stable bandwidth figures, and no Kokkos warning.
 export OMP_PROC_BIND="${OMP_PROC_BIND:-spread}" OMP_PLACES="${OMP_PLACES:-threads}"

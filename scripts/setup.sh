@@ -23,7 +23,8 @@ backend=openmp
 want_kokkos5=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --backend) backend="${2,,}"; shift 2 ;;
+    --backend) [ $# -ge 2 ] || { echo "setup.sh: --backend needs a value (openmp|serial|portable|clang|cuda)" >&2; exit 2; }
+      backend="${2,,}"; shift 2 ;;
     --backend=*) backend="${1#*=}"; backend="${backend,,}"; shift ;;
     --kokkos5-headers) want_kokkos5=1; shift ;;
     -h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;

@@ -335,6 +335,10 @@ TEST_CASE("attention_cost: 4 head_dim FLOPs per visible pair, Q K V read and O w
   CHECK(attention_cost<float>(1, 1, 100, 100, 8, true).flops == 4.0 * 8 * (100 * 101 / 2));
   CHECK(attention_cost<float>(1, 1, 100, 40, 8, true).flops == 4.0 * 8 * (40 * 41 / 2 + 60 * 40));
   CHECK(attention_cost<float>(1, 1, 40, 100, 8, true).flops == 4.0 * 8 * (40 * 41 / 2));
+  // Causal with seq_q < seq_k: keys and values past seq_q are seen by no query and not read.
+  CHECK(attention_cost<float>(1, 1, 40, 100, 8, true).bytes == 4.0 * 8 * (2 * 40 + 2 * 40));
+  CHECK(attention_cost<float>(1, 1, 100, 40, 8, true).bytes == 4.0 * 8 * (2 * 100 + 2 * 40));
+  CHECK(attention_cost<float>(1, 1, 40, 100, 8, false).bytes == 4.0 * 8 * (2 * 40 + 2 * 100));
 }
 
 TEST_CASE("preconditions: attention names the op and extents") {

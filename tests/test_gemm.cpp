@@ -443,13 +443,27 @@ void check_fma_chains() {
 
 TEST_CASE_TEMPLATE("the harness's FP32 and FP64 peak kernel computes its FMA chains", T, float, double) { check_fma_chains<T>(); }
 
+TEST_CASE("gemm_cost: 2 M N K FLOPs per batch entry, A and B read once, C written once and read when beta != 0") {
+  const Cost plain = gemm_cost<float>(3, 5, 7);
+  CHECK(plain.flops == 2.0 * 3 * 5 * 7);
+  CHECK(plain.bytes == 4.0 * (3 * 7 + 7 * 5 + 3 * 5));
+  CHECK(gemm_cost<float>(3, 5, 7, true).bytes == 4.0 * (3 * 7 + 7 * 5 + 2 * 3 * 5));
+  CHECK(gemm_cost<rooftop::bf16, float>(3, 5, 7, true).bytes == 2.0 * (3 * 7 + 7 * 5) + 4.0 * 2 * 3 * 5);
+  const Cost batched = gemm_cost<double>(3, 5, 7, false, 4);
+  CHECK(batched.flops == 4 * 2.0 * 3 * 5 * 7);
+  CHECK(batched.bytes == 4 * 8.0 * (3 * 7 + 7 * 5 + 3 * 5));
+  CHECK(gemm_cost<float>(2048, 2048, 0).flops == 0);  // K = 0: C = beta C, no products
+}
+
 TEST_CASE("gemm: mismatched extents are an error naming them") {
   auto a = random_mat<float, Kokkos::LayoutRight>(4, 5), b = random_mat<float, Kokkos::LayoutRight>(6, 7);
   auto c = random_mat<float, Kokkos::LayoutRight>(4, 7);
   CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a, Trans::none, b, c), "gemm: A is 4x5 and B is 6x7: inner extents differ (5 vs 6)",
                        rooftop::Error);
   CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::transpose, a, Trans::none, b, c),
-                       "gemm: A^T is 4x5 and B is 6x7: inner extents differ (4 vs 6)", rooftop::Error);
+                       "gemm: A^T is 5x4 (A is 4x5) and B is 6x7: inner extents differ (4 vs 6)", rooftop::Error);
+  CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a, Trans::transpose, b, c),
+                       "gemm: A is 4x5 and B^T is 7x6 (B is 6x7): inner extents differ (5 vs 7)", rooftop::Error);
   auto b2 = random_mat<float, Kokkos::LayoutRight>(5, 7);
   auto c2 = random_mat<float, Kokkos::LayoutRight>(7, 4);
   CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a, Trans::none, b2, c2), "gemm: C is 7x4 but op(A) * op(B) is 4x7", rooftop::Error);
@@ -460,7 +474,7 @@ TEST_CASE("gemm: mismatched extents are an error naming them") {
   Kokkos::View<float***, BackendMemory> a5("a", 2, 4, 5), b5("b", 2, 5, 7), c5("c", 1, 4, 7);
   const Kokkos::View<float***, Kokkos::LayoutStride, BackendMemory> c_shared(c5.data(), Kokkos::LayoutStride(2, 0, 4, 7, 7, 1));
   CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a5, Trans::none, b5, c_shared),
-                       "gemm: C is 2x4x7 with strides (0, 7, 1): some of its elements share memory, and writes to them would race",
+                       "gemm: C is 2x4x7 with strides (0, 7, 1): its strides do not nest, so its elements may share memory and writes to them could race",
                        rooftop::Error);
   // Likewise with padded rows, whose stride gives the View a span of 64 (Kokkos's span of a
   // LayoutStride View is its largest extent times stride, whatever the others).
@@ -468,7 +482,7 @@ TEST_CASE("gemm: mismatched extents are an error naming them") {
   const Kokkos::View<float***, Kokkos::LayoutStride, BackendMemory> c_padded_shared(padded.data(),
                                                                                     Kokkos::LayoutStride(2, 0, 4, 16, 7, 1));
   CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a5, Trans::none, b5, c_padded_shared),
-                       "gemm: C is 2x4x7 with strides (0, 16, 1): some of its elements share memory, and writes to them would race",
+                       "gemm: C is 2x4x7 with strides (0, 16, 1): its strides do not nest, so its elements may share memory and writes to them could race",
                        rooftop::Error);
   // Likewise the rows of a rank-2 C with a row stride of 0, with unit or larger column strides,
   // and a C folded onto itself without a stride of 0 (C(2, 0) is C(0, 1)).
@@ -477,13 +491,13 @@ TEST_CASE("gemm: mismatched extents are an error naming them") {
     const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> c_rows_shared(padded.data(),
                                                                                    Kokkos::LayoutStride(4, 0, 7, col_stride));
     const std::string message = "gemm: C is 4x7 with strides (0, " + std::to_string(col_stride) +
-                                "): some of its elements share memory, and writes to them would race";
+                                "): its strides do not nest, so its elements may share memory and writes to them could race";
     CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a, Trans::transpose, b75, c_rows_shared), message.c_str(), rooftop::Error);
   }
   const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> c_folded(padded.data(), Kokkos::LayoutStride(3, 2, 2, 4));
   CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, random_mat<float, Kokkos::LayoutRight>(3, 5),
                             Trans::none, random_mat<float, Kokkos::LayoutRight>(5, 2), c_folded),
-                       "gemm: C is 3x2 with strides (2, 4): some of its elements share memory, and writes to them would race",
+                       "gemm: C is 3x2 with strides (2, 4): its strides do not nest, so its elements may share memory and writes to them could race",
                        rooftop::Error);
   // C written over A or B: tiles of C would be stored while others still read them.
   auto sq = random_mat<float, Kokkos::LayoutRight>(4, 4), sq2 = random_mat<float, Kokkos::LayoutRight>(4, 4);

@@ -430,7 +430,7 @@ TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and
   // A y whose entries share memory (a stride of 0) would be written by several threads at once.
   const Kokkos::View<float*, Kokkos::LayoutStride, BackendMemory> y_shared(y.data(), Kokkos::LayoutStride(11, 0));
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), A, x, y_shared),
-                       "spmv: y is 11 with strides (0): some of its elements share memory, and writes to them would race",
+                       "spmv: y is 11 with strides (0): its strides do not nest, so its elements may share memory and writes to them could race",
                        rooftop::Error);
   // y over x: rows would read entries of x that other rows have already written.
   const auto square = random_csr<float, std::int32_t>(Exec(), 12, 12, 3, 1);

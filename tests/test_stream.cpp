@@ -220,7 +220,7 @@ TEST_CASE("preconditions: an output overlapping an input in part, or sharing mem
   // An output of stride 0: every element the same memory.
   const Kokkos::View<float*, Kokkos::LayoutStride, BackendMemory> one_place(whole.data(), Kokkos::LayoutStride(n, 0));
   CHECK_THROWS_WITH_AS(rooftop::copy(Exec(), other, one_place),
-                       "copy: y is 100000 with strides (0): some of its elements share memory, and writes to them would race", rooftop::Error);
+                       "copy: y is 100000 with strides (0): its strides do not nest, so its elements may share memory and writes to them could race", rooftop::Error);
   CHECK(host(whole) == before);
 
   // Interleaved Views of one array share no element: the columns of an (n, 2) matrix.

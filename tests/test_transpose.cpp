@@ -24,7 +24,8 @@ void require_transposed(const In& in, const Out& out) {
       if (std::memcmp(&ho(j, i), &hi(i, j), sizeof(hi(i, j))) != 0) {
         CAPTURE(i);
         CAPTURE(j);
-        REQUIRE(static_cast<double>(ho(j, i)) == static_cast<double>(hi(i, j)));
+        FAIL("out(j, i) differs from in(i, j) in its bits: " << static_cast<double>(ho(j, i)) << " against "
+                                                              << static_cast<double>(hi(i, j)));
       }
 }
 
@@ -163,11 +164,11 @@ TEST_CASE("preconditions: transpose names the op and extents") {
   for (const bool tiled : {true, false}) {
     const std::string name = tiled ? "transpose" : "transpose_naive";
     CHECK_THROWS_WITH_AS(run(tiled, in, rows_shared),
-                         (name + ": out is 5x3 with strides (0, 1): some of its elements share memory, and writes to them would race")
+                         (name + ": out is 5x3 with strides (0, 1): its strides do not nest, so its elements may share memory and writes to them could race")
                              .c_str(),
                          rooftop::Error);
     CHECK_THROWS_WITH_AS(run(tiled, in, spread_shared),
-                         (name + ": out is 5x3 with strides (0, 3): some of its elements share memory, and writes to them would race")
+                         (name + ": out is 5x3 with strides (0, 3): its strides do not nest, so its elements may share memory and writes to them could race")
                              .c_str(),
                          rooftop::Error);
   }
@@ -196,16 +197,22 @@ TEST_CASE_TEMPLATE("transpose: elements of any size", E, Bytes<12>, Bytes<24>, B
         for (std::int64_t j = 0; j < cols; ++j)
           for (std::size_t k = 0; k < sizeof(E); ++k) hi(i, j).b[k] = static_cast<unsigned char>(i * 31 + j * 7 + k);
       Kokkos::deep_copy(in, hi);
-      for (const bool tiled : {true, false}) {
-        CAPTURE(tiled);
-        Kokkos::deep_copy(out, E{});
-        run(tiled, in, out);
-        const auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
-        std::int64_t wrong = 0;
-        for (std::int64_t i = 0; i < rows; ++i)
-          for (std::int64_t j = 0; j < cols; ++j) wrong += std::memcmp(&ho(j, i), &hi(i, j), sizeof(E)) != 0;
-        CHECK(wrong == 0);
-      }
+      // Two poisons: an element left unwritten matches its input under at most one of them
+      // (Bytes<1> inputs take every byte value).
+      for (const unsigned char poison : {0x00, 0xa5})
+        for (const bool tiled : {true, false}) {
+          CAPTURE(tiled);
+          CAPTURE(static_cast<int>(poison));
+          E poisoned;
+          std::memset(&poisoned, poison, sizeof(E));
+          Kokkos::deep_copy(out, poisoned);
+          run(tiled, in, out);
+          const auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+          std::int64_t wrong = 0;
+          for (std::int64_t i = 0; i < rows; ++i)
+            for (std::int64_t j = 0; j < cols; ++j) wrong += std::memcmp(&ho(j, i), &hi(i, j), sizeof(E)) != 0;
+          CHECK(wrong == 0);
+        }
     }
   }
 }

@@ -3,6 +3,7 @@
 // same results from conversions run inside a kernel.
 #include "common.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -121,6 +122,43 @@ TEST_CASE("bf16: rounding to nearest even, overflow, subnormals, NaN") {
     const float f = bf16::from_bits(static_cast<std::uint16_t>(h));
     if (!std::isnan(f)) REQUIRE(bf16(f).bits == h);
   }
+}
+
+TEST_CASE_TEMPLATE("from double: rounded once, to the nearest (ties to even), not through the nearest float", T, rooftop::bf16,
+                   rooftop::fp16) {
+  // The nearest of the neighbours of h (by their bits, same sign) to d, ties to even bits.
+  auto nearest = [](double d, std::uint16_t h) {
+    std::uint16_t best = h;
+    for (const int step : {-1, 1}) {
+      const auto c = static_cast<std::uint16_t>(h + step);
+      if ((c & 0x7fff) == 0x7fff || ((c ^ h) & 0x8000) != 0) continue;  // past zero or the sign
+      const double dc = std::fabs(static_cast<double>(float(T::from_bits(c))) - d);
+      const double db = std::fabs(static_cast<double>(float(T::from_bits(best))) - d);
+      if (!std::isnan(float(T::from_bits(c))) && (dc < db || (dc == db && (c & 1) == 0))) best = c;
+    }
+    return best;
+  };
+  // Just above and below each tie between neighbours, by less than a float can tell: the
+  // float nearest to d is the tie itself, which a second rounding takes to even.
+  CHECK(bf16(1.0 + 0x1p-8 + 0x1p-40).bits == 0x3f81);
+  CHECK(bf16(1.0 + 0x1p-8 - 0x1p-40).bits == 0x3f80);
+  CHECK(fp16(1.0 + 0x1p-11 + 0x1p-40).bits == 0x3c01);
+  CHECK(fp16(-(1.0 + 0x1p-11 + 0x1p-40)).bits == 0xbc01);
+  std::mt19937_64 rng(test::next_seed());
+  const std::uint16_t largest = std::is_same_v<T, bf16> ? 0x7f7f : 0x7bff;
+  for (int i = 0; i < 200000; ++i) {
+    const auto h = static_cast<std::uint16_t>(rng() % largest);  // finite, below the largest
+    const double a = float(T::from_bits(h)), b = float(T::from_bits(static_cast<std::uint16_t>(h + 1)));
+    const double nudge = (b - a) * std::ldexp(1.0, -20 - static_cast<int>(rng() % 30)) * (rng() & 1 ? 1 : -1);
+    const double d = ((rng() & 1) ? (a + b) / 2 + nudge : a + (b - a) * std::ldexp(static_cast<double>(rng() >> 11), -53)) *
+                     (rng() & 1 ? 1 : -1);
+    const std::uint16_t got = T(d).bits;
+    REQUIRE_MESSAGE(got == nearest(d, got), "d = " << d);
+  }
+  CHECK(std::isnan(float(T(std::nan("")))));
+  CHECK(float(T(1e300)) == std::numeric_limits<float>::infinity());
+  CHECK(float(T(-1e-300)) == 0.0f);
+  CHECK(std::signbit(float(T(-1e-300))));
 }
 
 TEST_CASE_TEMPLATE("conversions inside a kernel match the host", T, rooftop::bf16, rooftop::fp16) {
@@ -262,6 +300,34 @@ TEST_CASE("bf16 pairs of registers narrow as bf16(float) does, NaN in either reg
   }
 }
 #endif
+
+TEST_CASE("fill_integers: integer Views take the integers themselves, over ranges of any width") {
+  // Through float, ids near 5e7 would round (to multiples of 4) and could reach hi + 1.
+  Kokkos::View<std::int64_t*, BackendMemory> ids("ids", 100000);
+  fill_integers(test::Exec(), ids, test::next_seed(), 0, 49999999);
+  const auto h = test::host_view(ids);
+  std::int64_t low = h(0), high = h(0), odd_above_2_25 = 0;
+  for (std::size_t i = 0; i < h.extent(0); ++i) {
+    low = std::min(low, h(i));
+    high = std::max(high, h(i));
+    odd_above_2_25 += h(i) > (1 << 25) && h(i) % 2 != 0;
+  }
+  CHECK(low >= 0);
+  CHECK(high <= 49999999);
+  CHECK(odd_above_2_25 > 10000);
+  // The whole int range: its width (2^32) overflowed an int before.
+  Kokkos::View<int*, BackendMemory> wide("wide", 100000);
+  fill_integers(test::Exec(), wide, test::next_seed(), std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+  const auto hw = test::host_view(wide);
+  std::int64_t negative = 0, above_2_30 = 0;
+  for (std::size_t i = 0; i < hw.extent(0); ++i) {
+    negative += hw(i) < 0;
+    above_2_30 += hw(i) > (1 << 30);
+  }
+  CHECK(negative > 40000);
+  CHECK(above_2_30 > 15000);
+  CHECK_THROWS_WITH_AS(fill_integers(test::Exec(), wide, 1, 5, 4), "fill_integers: lo is 5 but hi is 4 (expected lo <= hi)", rooftop::Error);
+}
 
 TEST_CASE("dtype names round-trip and unknown names are rejected") {
   for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::fp16}) CHECK(parse_dtype(dtype_name(d)) == d);

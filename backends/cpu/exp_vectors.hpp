@@ -106,9 +106,9 @@ template <int U>
 
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
 ROOFTOP_AVX512_WARNINGS_OFF
-/// 2^z, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's values (but
-/// for z = +Inf, Inf here and NaN there; its callers' arguments, differences from a max, are
-/// never above 0).
+/// 2^z for z < 128, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's
+/// values (neither is for z >= 128, where they differ: its callers' arguments, differences from
+/// a max, are never above 0).
 [[gnu::always_inline]] inline __m512 exp2_or_zero(__m512 z) {
   const __mmask16 in_range = _mm512_cmp_ps_mask(z, _mm512_set1_ps(-125.0f), _CMP_NLT_UQ);
   const Exp2Parts e = exp2_parts(z);
@@ -116,7 +116,8 @@ ROOFTOP_AVX512_WARNINGS_OFF
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #elif defined(ROOFTOP_HAS_EXP_LANES)
-/// 2^z, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's values.
+/// 2^z for z < 128, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's
+/// values.
 [[gnu::always_inline]] inline __m256 exp2_or_zero(__m256 z) {
   return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-125.0f), _CMP_LT_OQ), exp2_in_range(z));
 }

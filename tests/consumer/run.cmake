@@ -10,7 +10,9 @@ function(step)
   endif()
 endfunction()
 step(${CMAKE_COMMAND} --install "${ROOFTOP_BUILD}" --prefix "${prefix}" --component Unspecified)
-step(${CMAKE_COMMAND} -S "${CONSUMER_SOURCE}" -B "${build}" -DCMAKE_BUILD_TYPE=Release
-     "-DCMAKE_PREFIX_PATH=${prefix}" "-DKokkos_DIR=${Kokkos_DIR}" "-DCMAKE_CXX_COMPILER=${CXX}")
+# Kokkos is not named here (nor in the environment): the installed package finds the one
+# rooftop was built against.
+step(${CMAKE_COMMAND} -E env --unset=Kokkos_ROOT --unset=Kokkos_DIR ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE}" -B "${build}"
+     -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX}")
 step(${CMAKE_COMMAND} --build "${build}")
 step("${build}/consumer")

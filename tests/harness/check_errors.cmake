@@ -3,7 +3,8 @@
 # cannot be allocated, beside copy at 1000. Expected: exit status 1, the small copy measured
 # and verified in report.json, the large one listed under "errors" with its message. Then copy
 # of doubles filling 0.7 of the host's memory (its two arrays, its compulsory bytes, 1.4 of it:
-# more than the memory, though half of them is not) refused before anything is allocated.
+# more than the memory, though half of them is not) refused before anything is allocated, and
+# the first run's report kept as report.prev.json beside the second's.
 #   cmake -DROOFTOP=<rooftop binary> -DOUT=<scratch directory> -P check_errors.cmake
 file(REMOVE_RECURSE "${OUT}")
 execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes 1000,1000000000000000 --out "${OUT}"
@@ -35,6 +36,16 @@ if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 1 OR NOT out MATCHES "copy +fp64/${n} +FAILED: cannot allocate: its [0-9.]+ GB of compulsory bytes exceed the host's [0-9.]+ GB of memory")
     message(FATAL_ERROR "copy at ${n} doubles was not refused before allocation (exit status ${rc}):\n${out}\n${err}")
+  endif()
+  # The first run's report, in the same --out, is kept as report.prev.json, not overwritten.
+  if(NOT EXISTS "${OUT}/report.prev.json" OR NOT EXISTS "${OUT}/report.prev.csv" OR NOT EXISTS "${OUT}/roofline.prev.svg"
+     OR NOT out MATCHES "Kept the previous run's report as [^\n]*report.prev.json")
+    message(FATAL_ERROR "the first run's report was not kept as report.prev.*:\n${out}")
+  endif()
+  file(READ "${OUT}/report.prev.json" previous)
+  string(JSON shape GET "${previous}" ops 0 shape 0)
+  if(NOT shape EQUAL 1000)
+    message(FATAL_ERROR "report.prev.json is not the first run's report (copy at 1000):\n${previous}")
   endif()
 endif()
 message(STATUS "ok: the failed instances reported, the sweep went on, exit status 1")
