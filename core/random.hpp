@@ -35,6 +35,19 @@ void fill_uniform(const Exec& exec, const View& v, std::uint64_t seed, double lo
       KOKKOS_LAMBDA(const std::int64_t i) { v(i) = T(lo + (hi - lo) * uniform01(seed, i)); });
 }
 
+namespace detail {
+/// The integer `value` stored as T: itself in an integer type or double; float, bf16 and fp16
+/// round it once (exact below 2^24, 2^8, 2^11). (Outside fill_integers' lambda: nvcc refuses
+/// an if constexpr inside an extended lambda.)
+template <class T>
+KOKKOS_INLINE_FUNCTION T integer_as(std::int64_t value) {
+  if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>)
+    return static_cast<T>(value);
+  else
+    return T(static_cast<float>(value));
+}
+}  // namespace detail
+
 /// Fills a rank-1 View with integers uniform in [lo, hi] (exact in every dtype when small):
 /// sums of such values are exact in fp32, which lets tests compare reductions exactly. Integer
 /// Views get the integers themselves (ids up to 2^31 - 1); floating ones, each rounded once to
@@ -47,11 +60,7 @@ void fill_integers(const Exec& exec, const View& v, std::uint64_t seed, int lo, 
   const auto first = static_cast<std::int64_t>(lo);
   Kokkos::parallel_for(
       "rooftop::fill_integers", compat::Range<Exec>(exec, 0, v.extent(0)), KOKKOS_LAMBDA(const std::int64_t i) {
-        const std::int64_t value = first + static_cast<std::int64_t>(hash64(seed, i) % span);
-        if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>)
-          v(i) = static_cast<T>(value);
-        else
-          v(i) = T(static_cast<float>(value));  // float, bf16, fp16: exact below 2^24, 2^8, 2^11
+        v(i) = detail::integer_as<T>(first + static_cast<std::int64_t>(hash64(seed, i) % span));
       });
 }
 
