@@ -240,16 +240,20 @@ inline std::string previous_path(const std::string& path) {
 
 /// Renames each of paths that exists to its previous_path (replacing an older one there) and
 /// returns the new names, so that a new run's first report does not overwrite the last run's.
-/// Throws std::runtime_error naming the file it could not rename.
+/// The previous_path of one that does not exist is removed, so the kept files are all of one
+/// run. Throws std::runtime_error naming the file it could not rename or remove.
 inline std::vector<std::string> keep_previous(const std::vector<std::string>& paths) {
   std::vector<std::string> kept;
   for (const std::string& path : paths) {
-    if (!std::filesystem::exists(path)) continue;
     const std::string to = previous_path(path);
     std::error_code error;
-    std::filesystem::rename(path, to, error);
+    if (std::filesystem::exists(path)) {
+      std::filesystem::rename(path, to, error);
+      kept.push_back(to);
+    } else {
+      std::filesystem::remove(to, error);
+    }
     if (error) throw std::runtime_error("cannot keep the previous " + path + " as " + to + ": " + error.message());
-    kept.push_back(to);
   }
   return kept;
 }

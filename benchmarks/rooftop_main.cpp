@@ -360,10 +360,14 @@ int run(Options opt, int& argc, char** argv) {
   if (!std::getenv("OMP_PROC_BIND") && std::string(backend_name) == "OpenMP")
     std::printf("note: OMP_PROC_BIND is not set; threads may migrate (set OMP_PROC_BIND=spread OMP_PLACES=threads)\n");
 
-  if (!previous_kept)
-    std::printf("%s holds an earlier report: it is kept as report.prev.json, report.prev.csv and roofline.prev.svg\n"
-                "(replacing older ones) when this run writes its own\n",
-                opt.out.c_str());
+  if (!previous_kept) {
+    std::string held;
+    for (const std::string& path : report_paths)
+      if (std::filesystem::exists(path)) held += (held.empty() ? "" : ", ") + previous_path(path);
+    std::printf("%s holds an earlier report: it is kept as %s (one generation: older ones are replaced) when this run\n"
+                "writes its own\n",
+                opt.out.c_str(), held.c_str());
+  }
 
   std::printf("\nMeasuring ceilings...\n");
   auto progress = [](const std::string& step) {
@@ -610,7 +614,7 @@ int main(int argc, char** argv) {
   for (const auto& s : op_table()) op_list += (op_list.empty() ? "" : ",") + s.name;
   app.add_option("--ops", opt.ops, "Comma-separated ops to run (default: all of " + op_list + ")");
   app.add_option("--dtypes", opt.dtypes, "Comma-separated dtypes: fp64,fp32,bf16,fp16")->capture_default_str();
-  app.add_option("--out", opt.out, "Directory for report.json, report.csv and roofline.svg (an earlier run's are kept as report.prev.json, report.prev.csv and roofline.prev.svg)")->capture_default_str();
+  app.add_option("--out", opt.out, "Directory for report.json, report.csv and roofline.svg (the previous run's are kept as report.prev.json, report.prev.csv and roofline.prev.svg; older ones are replaced)")->capture_default_str();
   const CLI::Validator positive(
       [](std::string& v) -> std::string {
         try {

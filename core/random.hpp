@@ -36,15 +36,15 @@ void fill_uniform(const Exec& exec, const View& v, std::uint64_t seed, double lo
 }
 
 namespace detail {
-/// The integer `value` stored as T: itself in an integer type or double; float, bf16 and fp16
-/// round it once (exact below 2^24, 2^8, 2^11). (Outside fill_integers' lambda: nvcc refuses
-/// an if constexpr inside an extended lambda.)
+/// The integer `value` stored as T: itself in an integer type; float, bf16 and fp16 round it
+/// once (exact below 2^24, 2^8, 2^11), from double, where every int is exact. (Outside
+/// fill_integers' lambda: nvcc refuses an if constexpr inside an extended lambda.)
 template <class T>
 KOKKOS_INLINE_FUNCTION T integer_as(std::int64_t value) {
-  if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>)
+  if constexpr (std::is_integral_v<T>)
     return static_cast<T>(value);
   else
-    return T(static_cast<float>(value));
+    return T(static_cast<double>(value));
 }
 }  // namespace detail
 

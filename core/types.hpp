@@ -13,10 +13,6 @@
 
 namespace rooftop {
 
-/// bfloat16 storage: the top 16 bits of an IEEE binary32. Converts to and from float with
-/// round-to-nearest-even; NaN stays NaN (quieted), +-Inf stays +-Inf, overflow rounds to Inf.
-/// Arithmetic happens in float: read with `float(x)`, write with `bf16(value)`. On GPUs the
-/// conversions are the hardware's (fp16 everywhere, bf16 from sm_80), the same bits.
 namespace detail {
 /// d narrowed to float with round-to-odd (toward zero, the lowest bit set where inexact), so
 /// that rounding the result to nearest even in 16 bits (fewer than 24 - 2) gives what rounding
@@ -31,6 +27,11 @@ KOKKOS_INLINE_FUNCTION float to_float_odd(double d) {
 }
 }  // namespace detail
 
+/// bfloat16 storage: the top 16 bits of an IEEE binary32. Converts to and from float with
+/// round-to-nearest-even; NaN stays NaN (quieted), +-Inf stays +-Inf, overflow rounds to Inf.
+/// Arithmetic happens in float: read with `float(x)`, write with `bf16(value)`. On GPUs the
+/// conversions are the hardware's (fp16 everywhere, bf16 from sm_80), the same bits. From
+/// double: rounded once (to_float_odd), not through the nearest float.
 struct bf16 {
   std::uint16_t bits;
 
@@ -67,7 +68,7 @@ struct bf16 {
 
 /// IEEE binary16 storage. Converts to and from float with round-to-nearest-even, including
 /// subnormals; NaN becomes a quiet NaN (sign kept, payload not), +-Inf stays +-Inf, |x| >= 65520
-/// rounds to Inf.
+/// rounds to Inf. From double: rounded once (to_float_odd), not through the nearest float.
 struct fp16 {
   std::uint16_t bits;
 

@@ -9,8 +9,9 @@
 /// product accumulates in compute_t<T> and is rounded once to T. Indices are int32 or int64.
 /// beta == 0 never reads y (y may hold NaN or garbage); an empty row gives beta * y, so 0 for
 /// the plain y = A x (with a finite alpha: its empty sum is scaled by alpha too, so an Inf or
-/// NaN alpha gives NaN there, as alpha * A x computed in full would). alpha == 0 gives y = beta * y as in BLAS (and gemm): A and x are not
-/// read, so an Inf or NaN there does not turn y into NaN. Columns need not be sorted within a
+/// NaN alpha gives NaN there, as alpha * A x computed in full would). alpha == 0 gives
+/// y = beta * y as in BLAS (and gemm): A and x are not read, so an Inf or NaN there does not
+/// turn y into NaN. Columns need not be sorted within a
 /// row for spmv (the generators sort them). x and y must not alias. spmv trusts A's contents:
 /// check_csr checks a matrix whose arrays the caller filled.
 ///

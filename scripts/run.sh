@@ -35,7 +35,7 @@ status=0
 cmake --build --preset "$preset" -j "$(nproc)" ${targets[@]+"${targets[@]}"} 2>&1 | tee "$log" |
   { grep --line-buffered -E '^\[ *[0-9]+%\] (Building|Linking)' | sed -u 's/^/[run]   /' >&2 || true; } || status=$?
 if [ "$status" -ne 0 ]; then
-  grep -v -E '^\[ *[0-9]+%\] ' "$log" >&2
+  grep -v -E '^\[ *[0-9]+%\] ' "$log" >&2 || true
   echo "[run] the build failed (exit status $status); its whole output is in $log" >&2
   exit 1
 fi

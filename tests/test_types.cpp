@@ -315,6 +315,9 @@ TEST_CASE("fill_integers: integer Views take the integers themselves, over range
   CHECK(low >= 0);
   CHECK(high <= 49999999);
   CHECK(odd_above_2_25 > 10000);
+  // bf16 from an integer past 2^24 rounds once: 2^24 + 2^16 + 1 is above the tie between 2^24
+  // and 2^24 + 2^17 (through float it was the tie itself, rounded down to even).
+  CHECK(rooftop::detail::integer_as<bf16>((1 << 24) + (1 << 16) + 1).bits == bf16(static_cast<float>((1 << 24) + (1 << 17))).bits);
   // The whole int range: its width (2^32) overflowed an int before.
   Kokkos::View<int*, BackendMemory> wide("wide", 100000);
   fill_integers(test::Exec(), wide, test::next_seed(), std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
