@@ -41,6 +41,18 @@ elseif(ROOFTOP_BACKEND_UPPER STREQUAL "SERIAL")
   kokkos_check(DEVICES Serial)
 elseif(ROOFTOP_BACKEND_UPPER STREQUAL "CUDA")
   kokkos_check(DEVICES Cuda OPTIONS CUDA_LAMBDA)
+  # Device code calls constexpr host functions (std::numeric_limits<float>::infinity() among
+  # them), which nvcc accepts only with --expt-relaxed-constexpr; Kokkos 3.x adds that flag only
+  # when built with Kokkos_ENABLE_CUDA_CONSTEXPR (off by default; scripts/setup.sh turns it on).
+  if(Kokkos_VERSION VERSION_LESS 4.0)
+    kokkos_check(OPTIONS CUDA_CONSTEXPR RETURN_VALUE ROOFTOP_KOKKOS_RELAXED_CONSTEXPR)
+    if(NOT ROOFTOP_KOKKOS_RELAXED_CONSTEXPR)
+      message(FATAL_ERROR
+        "rooftop: the Kokkos in ${Kokkos_DIR} was built without Kokkos_ENABLE_CUDA_CONSTEXPR, which "
+        "rooftop's device code needs (nvcc's --expt-relaxed-constexpr). Rebuild it with "
+        "-DKokkos_ENABLE_CUDA_CONSTEXPR=ON, or let scripts/setup.sh --backend cuda build one.")
+    endif()
+  endif()
   # Kokkos links the shared CUDA runtime (CUDA::cudart -> libcudart.so). rooftop's own
   # executables take the static one beside it where the toolkit has it, so that a build carried
   # to a GPU machine needs only the driver there (a CUDA 13 machine has no libcudart.so.11.0).

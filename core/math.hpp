@@ -76,10 +76,10 @@ KOKKOS_FORCEINLINE_FUNCTION float exp2_in_range(float z) {
 #endif
 }
 
-/// 2^z for z < 128, and 0 where z < -125 (z = -Inf among them): exp2_in_range on an argument
-/// held in its range, the result selected after. NaN z gives NaN. Not for z >= 128 (the exponent
-/// bits wrap: 129 gives -0 on the host); its callers' arguments, differences from a max, are
-/// never above 0.
+/// 2^z for z < 127.5, and 0 where z < -125 (z = -Inf among them): exp2_in_range on an argument
+/// held in its range, the result selected after. NaN z gives NaN. Not for z >= 127.5 (z rounds
+/// to n = 128, whose exponent bits give +Inf; past that they wrap: 129 gives -0 on the host);
+/// its callers' arguments, differences from a max, are never above 0.
 KOKKOS_FORCEINLINE_FUNCTION float exp2_or_zero(float z) {
   return select(z < -125.0f, 0.0f, exp2_in_range(select(z < -125.0f, -125.0f, z)));
 }

@@ -27,9 +27,13 @@
 /// 4096 columns) is normalized too: its statistics are taken again from its entries times
 /// 2^-80, in a pass that only such rows take (norm_overflow_unit). Entries near FLT_MAX give
 /// scales below FLT_MIN (subnormal: fewer bits), and in layernorm an entry minus the mean
-/// past FLT_MAX (entries of both signs near it) gives +-Inf. A NaN entry makes its row NaN, and
-/// so does an infinite one in layernorm; in rmsnorm an infinite entry gives its row a scale of
-/// 0: that entry NaN, the others 0.
+/// past FLT_MAX (entries of both signs near it) gives +-Inf. The other way is not rescaled:
+/// with eps near 0, a row whose squares (layernorm: squared deviations) fall below fp32's
+/// normal range, entries below about 1e-19 in size, loses bits in its sum, and below about
+/// 1e-23 (fp32 or bf16 storage; fp16's smallest squares stay normal) the sum is 0 and the row
+/// gets a scale of 0, as a constant row (eps below about 7e-46 is 0 as a float). A NaN entry
+/// makes its row NaN, and so does an infinite one in layernorm; in rmsnorm an infinite entry
+/// gives its row a scale of 0: that entry NaN, the others 0.
 #pragma once
 
 #include "../core/cost.hpp"

@@ -156,7 +156,7 @@ TEST_CASE_TEMPLATE("dropout from odd offsets: each register's pairs start half w
 
 TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the low word wraps; plain and streaming stores)", T, ROOFTOP_ML_DTYPES) {
   const std::int64_t rows = 7, cols = 301, n = rows * cols;
-  const std::uint64_t offset = (std::uint64_t{5} << 32) - 1000;  // element 1000 has counter 6 * 2^32
+  const std::uint64_t offset = (std::uint64_t{5} << 32) - 1000;  // element 1000 has counter 5 * 2^32
   for (const std::size_t threshold : test::store_thresholds) {
   CAPTURE(threshold);
   test::StreamingThreshold stores(threshold);

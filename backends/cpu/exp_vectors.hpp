@@ -49,11 +49,23 @@ ROOFTOP_AVX512_WARNINGS_OFF
 /// activations): the same values. Granite Rapids VM, one thread, softmax_exp_sum over 16384
 /// values in L1/L2, best of 3000, three alternations, ns a value: fp32 0.107-0.108 -> 0.098,
 /// bf16 0.119 -> 0.108-0.109, fp16 0.125 -> 0.114.
+/// z - round(z) (ties to even): vreduceps where the host has AVX512DQ; elsewhere (AVX512F
+/// alone, e.g. -march=knl) z minus vrndscaleps, with 0 where |z| >= 2^23 (z an integer or
+/// +-Inf, as vreduceps gives; Inf - Inf would be NaN). NaN stays NaN either way.
+[[gnu::always_inline]] inline __m512 reduce_nearest(__m512 z) {
+#if defined(__AVX512DQ__)
+  return _mm512_reduce_ps(z, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+  const __m512 r = _mm512_sub_ps(z, _mm512_roundscale_ps(z, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __mmask16 whole = _mm512_cmp_ps_mask(_mm512_abs_ps(z), _mm512_set1_ps(8388608.0f), _CMP_GE_OQ);
+  return _mm512_mask_mov_ps(r, whole, _mm512_setzero_ps());
+#endif
+}
 struct Exp2Parts {
   __m512 p, n;
 };
 [[gnu::always_inline]] inline Exp2Parts exp2_parts(__m512 z) {
-  const __m512 r = _mm512_reduce_ps(z, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = reduce_nearest(z);
   return {exp2_poly(r), _mm512_sub_ps(z, r)};
 }
 ROOFTOP_AVX512_WARNINGS_ON
@@ -106,9 +118,9 @@ template <int U>
 
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
 ROOFTOP_AVX512_WARNINGS_OFF
-/// 2^z for z < 128, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's
-/// values (neither is for z >= 128, where they differ: its callers' arguments, differences from
-/// a max, are never above 0).
+/// 2^z for z < 127.5, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's
+/// values (neither is for z >= 127.5, where they differ: there the scalar and AVX2 forms round z
+/// to n = 128 and give +Inf; its callers' arguments, differences from a max, are never above 0).
 [[gnu::always_inline]] inline __m512 exp2_or_zero(__m512 z) {
   const __mmask16 in_range = _mm512_cmp_ps_mask(z, _mm512_set1_ps(-125.0f), _CMP_NLT_UQ);
   const Exp2Parts e = exp2_parts(z);
@@ -116,7 +128,7 @@ ROOFTOP_AVX512_WARNINGS_OFF
 }
 ROOFTOP_AVX512_WARNINGS_ON
 #elif defined(ROOFTOP_HAS_EXP_LANES)
-/// 2^z for z < 128, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's
+/// 2^z for z < 127.5, 0 where z < -125 (and z = -Inf), NaN where z is NaN: math::exp2_or_zero's
 /// values.
 [[gnu::always_inline]] inline __m256 exp2_or_zero(__m256 z) {
   return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-125.0f), _CMP_LT_OQ), exp2_in_range(z));
@@ -128,8 +140,8 @@ ROOFTOP_AVX512_WARNINGS_OFF
 /// times_sigmoid_of_exp2 of U registers at once on AVX-512 hosts, each step over all of them
 /// before the next (as the AVX2 form above): the same values as exp2_parts' rounding and
 /// scaling, in fewer instructions. vreduceps gives r = z - round(z) in one instruction (against
-/// vmaxps, vrndscaleps and vsubps); without exp2_parts' clamp to -125: vreduceps(+-Inf) = 0, so
-/// n = +-Inf and vscalefps(p, -Inf) = 0, and below -125 the denominator is 1 + (tiny) = 1 either
+/// vmaxps, vrndscaleps and vsubps); with no clamp to -125 (exp2_or_zero masks instead):
+/// vreduceps(+-Inf) = 0, so n = +-Inf and vscalefps(p, -Inf) = 0, and below -125 the denominator is 1 + (tiny) = 1 either
 /// way; NaN propagates through both. The gate (z > 127 gives 0) is the division's own mask.
 /// Granite Rapids VM, scratch program, one thread, 16384 values in L1/L2, best of 3000, two
 /// alternations, ns/value: gelu fp32 0.237 -> 0.217, bf16 0.296 -> 0.268, fp16 0.298 -> 0.275;
@@ -140,7 +152,7 @@ template <int U>
   using C = math::detail::Exp2Poly;
   __m512 n[U], r[U], p[U];
   for (int u = 0; u < U; ++u) {
-    r[u] = _mm512_reduce_ps(z[u], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r[u] = reduce_nearest(z[u]);
     n[u] = _mm512_sub_ps(z[u], r[u]);
   }
   for (int u = 0; u < U; ++u) p[u] = _mm512_fmadd_ps(_mm512_set1_ps(C::c5), r[u], _mm512_set1_ps(C::c4));
@@ -221,7 +233,7 @@ template <int U>
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
     // With AVX-512 the rest and the scaling are one instruction each (vreduceps, vscalefps:
     // the same values, see exp2_parts), the 0 at n = -127 a mask.
-    p[u] = _mm512_reduce_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    p[u] = reduce_nearest(v);
     b[u] = v - p[u];
 #else
     const Floats magic = splat(math::detail::round_magic);
