@@ -42,13 +42,6 @@ ROOFTOP_AVX512_WARNINGS_ON
 
 #if defined(ROOFTOP_HAS_EXP_VECTORS)
 ROOFTOP_AVX512_WARNINGS_OFF
-/// 2^z for z in [-125, 127] as n = round(z) and p = 2^(z - n) (math::detail::exp2_poly): the
-/// result is p * 2^n (vscalefps), which the caller may mask. z - n comes from one vreduceps and
-/// n from z minus that (both exact), where vrndscaleps and a subtraction took a micro-operation
-/// more (vrndscaleps measured 1.04 cycles a register, vreduceps 0.53: docs/kernels.md,
-/// activations): the same values. Granite Rapids VM, one thread, softmax_exp_sum over 16384
-/// values in L1/L2, best of 3000, three alternations, ns a value: fp32 0.107-0.108 -> 0.098,
-/// bf16 0.119 -> 0.108-0.109, fp16 0.125 -> 0.114.
 /// z - round(z) (ties to even): vreduceps where the host has AVX512DQ; elsewhere (AVX512F
 /// alone, e.g. -march=knl) z minus vrndscaleps, with 0 where |z| >= 2^23 (z an integer or
 /// +-Inf, as vreduceps gives; Inf - Inf would be NaN). NaN stays NaN either way.
@@ -61,6 +54,13 @@ ROOFTOP_AVX512_WARNINGS_OFF
   return _mm512_mask_mov_ps(r, whole, _mm512_setzero_ps());
 #endif
 }
+/// 2^z for z in [-125, 127] as n = round(z) and p = 2^(z - n) (math::detail::exp2_poly): the
+/// result is p * 2^n (vscalefps), which the caller may mask. z - n comes from one vreduceps and
+/// n from z minus that (both exact), where vrndscaleps and a subtraction took a micro-operation
+/// more (vrndscaleps measured 1.04 cycles a register, vreduceps 0.53: docs/kernels.md,
+/// activations): the same values. Granite Rapids VM, one thread, softmax_exp_sum over 16384
+/// values in L1/L2, best of 3000, three alternations, ns a value: fp32 0.107-0.108 -> 0.098,
+/// bf16 0.119 -> 0.108-0.109, fp16 0.125 -> 0.114.
 struct Exp2Parts {
   __m512 p, n;
 };
@@ -141,8 +141,8 @@ ROOFTOP_AVX512_WARNINGS_OFF
 /// before the next (as the AVX2 form above): the same values as exp2_parts' rounding and
 /// scaling, in fewer instructions. vreduceps gives r = z - round(z) in one instruction (against
 /// vmaxps, vrndscaleps and vsubps); with no clamp to -125 (exp2_or_zero masks instead):
-/// vreduceps(+-Inf) = 0, so n = +-Inf and vscalefps(p, -Inf) = 0, and below -125 the denominator is 1 + (tiny) = 1 either
-/// way; NaN propagates through both. The gate (z > 127 gives 0) is the division's own mask.
+/// vreduceps(+-Inf) = 0, so n = +-Inf and vscalefps(p, -Inf) = 0, and below -125 the
+/// denominator is 1 + (tiny) = 1 either way; NaN propagates through both. The gate (z > 127 gives 0) is the division's own mask.
 /// Granite Rapids VM, scratch program, one thread, 16384 values in L1/L2, best of 3000, two
 /// alternations, ns/value: gelu fp32 0.237 -> 0.217, bf16 0.296 -> 0.268, fp16 0.298 -> 0.275;
 /// silu 0.211 -> 0.203, 0.273 -> 0.253, 0.274 -> 0.237. What remains is the divider: vdivps
