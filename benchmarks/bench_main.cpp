@@ -7,9 +7,12 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <limits>
 #include <memory>
 #include <random>
 #include <set>
@@ -20,7 +23,7 @@ using namespace rooftop::harness;
 
 namespace {
 
-/// Benchmarks whose output failed verification (main's exit status).
+/// Benchmarks whose output failed verification or that could not run (main's exit status).
 int failed = 0;
 /// The inputs' seed: fresh each run (std::random_device), or ROOFTOP_BENCH_SEED's to replay a run;
 /// in the output's context either way.
@@ -28,28 +31,44 @@ std::uint64_t inputs_seed = 0;
 
 void run_op(benchmark::State& state, const OpSpec* spec, DType dtype, const Shape& shape, const Ceilings* ceilings) {
   Exec exec;
-  OpInstance inst = spec->make(exec, dtype, shape, inputs_seed + static_cast<std::uint64_t>(shape[0]));
-  inst.run();  // warm-up (first touch, caches)
-  double seconds = 0;  // the manual times' sum
-  for (auto _ : state) {
-    const double t = time_fenced(exec, inst.run);
-    state.SetIterationTime(t);
-    seconds += t;
-  }
-  const std::string error = verify_fresh_run(exec, inst);
-  if (!error.empty()) {
+  // An instance that throws (inputs that cannot be allocated, a shape the kernel refuses) is
+  // skipped with its error, and the run goes on: an exception must not leave a benchmark.
+  try {
+    OpInstance inst = spec->make(exec, dtype, shape, inputs_seed + static_cast<std::uint64_t>(shape[0]));
+    inst.run();  // warm-up (first touch, caches)
+    double seconds = 0, best = std::numeric_limits<double>::infinity();  // the manual times' sum and least
+    for (auto _ : state) {
+      const double t = time_fenced(exec, inst.run);
+      state.SetIterationTime(t);
+      seconds += t;
+      best = std::min(best, t);
+    }
+    const std::string error = verify_fresh_run(exec, inst);
+    if (!error.empty()) {
+      ++failed;
+      state.SkipWithError(error.c_str());
+      return;
+    }
+    // Over the mean manual time, in decimal GB/s and GFLOP/s (plain counters: Google Benchmark
+    // would print its rates with another "/s"); roof_frac = roof time / mean time, so below the
+    // harness's, which takes the best time. Above 1.05 at the best time means a wrong byte
+    // count, or a ceiling below what the machine gave this op: these are measured once,
+    // quickly, at the start, where the harness interleaves them with the op's runs. Said on
+    // stderr either way.
+    const double mean = seconds / static_cast<double>(state.iterations());
+    const double roof = ceilings->roof_seconds(inst.cost, dtype, inst.matrix_units);
+    state.counters["GB/s"] = inst.cost.bytes * 1e-9 / mean;
+    state.counters["GFLOP/s"] = inst.cost.flops * 1e-9 / mean;
+    state.counters["AI"] = inst.cost.ai();
+    state.counters["roof_frac"] = roof / mean;
+    if (roof / best > 1.05)
+      std::fprintf(stderr, "rooftop_bench: warning: %s/%s/%s at %.0f%% of its roof at its best time (a wrong byte count, or the quick "
+                   "ceilings measured low: the harness, rooftop, re-measures them)\n", spec->name.c_str(),
+                   dtype_name(dtype), shape_string(shape).c_str(), 100 * roof / best);
+  } catch (const std::exception& e) {
     ++failed;
-    state.SkipWithError(error.c_str());
-    return;
+    state.SkipWithError(e.what());
   }
-  // Over the mean manual time, in decimal GB/s and GFLOP/s (plain counters: Google Benchmark
-  // would print its rates with another "/s"); roof_frac = roof time / measured time, as in
-  // the harness.
-  const double mean = seconds / static_cast<double>(state.iterations());
-  state.counters["GB/s"] = inst.cost.bytes * 1e-9 / mean;
-  state.counters["GFLOP/s"] = inst.cost.flops * 1e-9 / mean;
-  state.counters["AI"] = inst.cost.ai();
-  state.counters["roof_frac"] = ceilings->roof_seconds(inst.cost, dtype, inst.matrix_units) / mean;
 }
 
 }  // namespace
@@ -113,6 +132,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rooftop_bench: no benchmark matches the filter\n");
     return 2;
   }
-  if (failed) std::fprintf(stderr, "rooftop_bench: %d benchmark(s) failed verification\n", failed);
+  if (failed) std::fprintf(stderr, "rooftop_bench: %d benchmark(s) failed verification or could not run\n", failed);
   return failed ? 1 : 0;
 }

@@ -8,6 +8,10 @@
 //   rooftop_vs_blas [n ...]          default: 2048; fp32 (SGEMM) and fp64 (DGEMM)
 //   rooftop_vs_blas --decode [n ...] m = 1, 2, 4, 8 rows times an n x n B and B^T (a decode
 //                                    step times a weight), fp32 and fp64; default n: 4096
+//   --seed N                         the random inputs' seed (default: fresh each run, printed)
+//
+// Exit status 1 where the two Cs differ (or either holds a NaN: both start poisoned), 2 on a
+// bad argument.
 //
 // Threads: rooftop uses the Kokkos OpenMP threads, BLAS its own (OPENBLAS_NUM_THREADS, default
 // all the cores the process may run on when it loads). Set OMP_WAIT_POLICY=passive so idle
@@ -21,10 +25,16 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
+#include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,26 +63,37 @@ void blas_gemm(int m, int n, int k, bool b_transposed, const T* a, const T* b, T
 /// C (m x n) = A (m x k) op(B), op(B) = B (k x n) or B^T (B n x k), all row-major: BLAS and
 /// rooftop alternated, C compared; prints GFLOP/s (square problems) or GB/s of B (a few rows).
 template <class T>
-void compare(int m, int n, int k, bool b_transposed, int reps) {
+void compare(int m, int n, int k, bool b_transposed, int reps, std::uint64_t seed) {
   using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>;
   BackendExec exec;
   Matrix a("a", m, k), b("b", b_transposed ? n : k, b_transposed ? k : n), c("c", m, n), c_blas("c_blas", m, n);
-  fill_uniform(exec, Kokkos::View<T*, Kokkos::HostSpace>(a.data(), a.size()), 1, -1, 1);
-  fill_uniform(exec, Kokkos::View<T*, Kokkos::HostSpace>(b.data(), b.size()), 2, -1, 1);
+  using Flat = Kokkos::View<T*, Kokkos::HostSpace>;
+  fill_uniform(exec, Flat(a.data(), a.size()), seed, -1, 1);
+  fill_uniform(exec, Flat(b.data(), b.size()), seed + 1, -1, 1);
+  // Poisoned: an entry either call leaves unwritten stays NaN and fails the comparison.
+  fill_nan(exec, Flat(c.data(), c.size()));
+  fill_nan(exec, Flat(c_blas.data(), c_blas.size()));
   const Trans tb = b_transposed ? Trans::transpose : Trans::none;
   // ratios: BLAS's time over ours in each pair, so above 1 where rooftop is faster.
   const Alternation t = time_alternated(
       exec, [&] { blas_gemm(m, n, k, b_transposed, a.data(), b.data(), c_blas.data()); },
       [&] { gemm(exec, Trans::none, a, tb, b, c); }, 1, reps);
   const double ours = t.b.seconds_min, theirs = t.a.seconds_min;
-  double worst = 0;  // largest |ours - BLAS| relative to the row's largest |BLAS| entry
-  for (int i = 0; i < m; ++i) {
+  // The largest |ours - BLAS| relative to the row's largest |BLAS| entry; NaN where either C
+  // holds a NaN or an infinity (std::max would pass over a NaN).
+  double worst = 0;
+  for (int i = 0; i < m && !std::isnan(worst); ++i) {
     double scale = 0, diff = 0;
     for (int j = 0; j < n; ++j) {
-      scale = std::max(scale, std::abs(double(c_blas(i, j))));
-      diff = std::max(diff, std::abs(double(c(i, j)) - double(c_blas(i, j))));
+      const double ours_ij = double(c(i, j)), blas_ij = double(c_blas(i, j));
+      if (!std::isfinite(ours_ij) || !std::isfinite(blas_ij)) {
+        diff = std::numeric_limits<double>::quiet_NaN();
+        break;
+      }
+      scale = std::max(scale, std::abs(blas_ij));
+      diff = std::max(diff, std::abs(ours_ij - blas_ij));
     }
-    worst = std::max(worst, diff / scale);
+    worst = std::isnan(diff) ? diff : std::max(worst, diff / std::max(scale, std::numeric_limits<double>::min()));
   }
   const char* type = sizeof(T) == 4 ? "fp32" : "fp64";
   if (m == n && n == k && !b_transposed) {
@@ -86,26 +107,28 @@ void compare(int m, int n, int k, bool b_transposed, int reps) {
   std::printf("   rooftop/BLAS %.2f (pairs: median %.2f, %.2f-%.2f)   max rel. diff %.1e\n", theirs / ours, t.ratio_median(),
               t.ratios.front(), t.ratios.back(), worst);
   std::fflush(stdout);
-  if (!(worst < (sizeof(T) == 4 ? 1e-3 : 1e-10))) {
-    std::fprintf(stderr, "rooftop_vs_blas: results differ\n");
-    std::exit(1);
-  }
+  if (!(worst < (sizeof(T) == 4 ? 1e-3 : 1e-10)))
+    throw std::runtime_error(std::isnan(worst) ? "results differ: a C entry is NaN or infinite (unwritten, or overflowed)"
+                                               : "results differ");
 }
 
 /// The problems main was given, each compared (compare), in order.
-void run(const std::vector<int>& sizes, bool decode) {
+/// Each problem's A and B come from its own two seeds, counted up from `seed`.
+void run(const std::vector<int>& sizes, bool decode, std::uint64_t seed) {
   for (int n : sizes) {
     if (decode) {
       for (const int m : {1, 2, 4, 8})
         for (const bool transposed : {false, true}) {
-          compare<float>(m, n, n, transposed, 11);
-          compare<double>(m, n, n, transposed, 11);
+          compare<float>(m, n, n, transposed, 11, seed);
+          compare<double>(m, n, n, transposed, 11, seed + 2);
+          seed += 4;
         }
       continue;
     }
     const int reps = n <= 1024 ? 20 : 7;
-    compare<float>(n, n, n, false, reps);
-    compare<double>(n, n, n, false, reps);
+    compare<float>(n, n, n, false, reps, seed);
+    compare<double>(n, n, n, false, reps, seed + 2);
+    seed += 4;
   }
 }
 
@@ -127,6 +150,8 @@ int main(int argc, char** argv) {
   Kokkos::ScopeGuard kokkos(argc, argv);
   std::vector<int> sizes;
   bool decode = false;
+  std::uint64_t seed = std::random_device{}();
+  const char* const usage = "usage: rooftop_vs_blas [--decode] [--seed N] [n ...]\n";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--kokkos", 0) == 0) continue;  // Kokkos's own
@@ -134,17 +159,29 @@ int main(int argc, char** argv) {
       decode = true;
       continue;
     }
+    if (arg == "--seed") {
+      const std::string value = i + 1 < argc ? argv[++i] : "";
+      char* end = nullptr;
+      errno = 0;
+      seed = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' || errno == ERANGE) {
+        std::fprintf(stderr, "rooftop_vs_blas: --seed needs a whole number below 2^64, got '%s'\n%s", value.c_str(), usage);
+        return 2;
+      }
+      continue;
+    }
     if (arg == "-h" || arg == "--help") {
-      std::printf("usage: rooftop_vs_blas [--decode] [n ...]\n"
+      std::printf("%s"
                   "  n x n GEMM, fp32 and fp64, rooftop beside the system BLAS (default n: 2048)\n"
-                  "  --decode: m = 1, 2, 4, 8 rows times an n x n B and B^T (default n: 4096)\n");
+                  "  --decode: m = 1, 2, 4, 8 rows times an n x n B and B^T (default n: 4096)\n"
+                  "  --seed N: the random inputs' seed (default: fresh each run, printed)\n",
+                  usage);
       return 0;
     }
     char* end = nullptr;
     const long n = std::strtol(arg.c_str(), &end, 10);
     if (arg.empty() || *end != '\0' || n <= 0 || n > 65536) {
-      std::fprintf(stderr, "rooftop_vs_blas: '%s' is not a matrix size (a whole number from 1 to 65536)\nusage: rooftop_vs_blas [--decode] [n ...]\n",
-                   arg.c_str());
+      std::fprintf(stderr, "rooftop_vs_blas: '%s' is not a matrix size (a whole number from 1 to 65536)\n%s", arg.c_str(), usage);
       return 2;
     }
     sizes.push_back(static_cast<int>(n));
@@ -161,18 +198,18 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("rooftop gemm vs the system BLAS, %s backend, %d threads, best of alternating calls (and the median of\n"
-              "  each pair's ratio)\n", backend_name,
-              compat::concurrency(BackendExec()));
+  std::printf("rooftop gemm vs the system BLAS, %s backend, %d threads, seed %llu, best of alternating calls (and the\n"
+              "  median of each pair's ratio)\n",
+              backend_name, compat::concurrency(BackendExec()), static_cast<unsigned long long>(seed));
   if (bound)
     std::printf("warning: this process started bound to %d of %u cores (OMP_PROC_BIND?), so a BLAS that sizes its threads\n"
                 "  by that mask runs on fewer cores than rooftop: unset OMP_PROC_BIND and OMP_PLACES for a fair ratio\n",
                 allowed_cores, std::thread::hardware_concurrency());
   try {
-    run(sizes, decode);
+    run(sizes, decode, seed);
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "rooftop_vs_blas: %s\n", e.what());
+    std::fprintf(stderr, "rooftop_vs_blas: %s (seed %llu)\n", e.what(), static_cast<unsigned long long>(seed));
     return 1;
   }
   return 0;

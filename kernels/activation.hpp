@@ -604,11 +604,15 @@ on_exec_space_t<Exec> gelu(const Exec& exec, const X& x, const Y& y, Gelu form =
 template <class X, class Y>
 void gelu(const X& x, const Y& y, Gelu form = Gelu::tanh) { gelu(typename Y::execution_space{}, x, y, form); }
 
-/// Cost of gelu over n elements of T: tanh form 8 FLOPs each (3 for the cubic, 2 scalings,
-/// exp, add, divide), erf form 5 (0.5 x (1 + erf(x / sqrt 2)): 3 multiplies, erf, add); read
-/// x, write y.
+namespace detail {
+/// GELU's FLOPs per element: tanh form 8 (3 for the cubic, 2 scalings, exp, add, divide), erf
+/// form 5 (0.5 x (1 + erf(x / sqrt 2)): 3 multiplies, erf, add).
+constexpr double gelu_flops(Gelu form) { return form == Gelu::tanh ? 8 : 5; }
+}  // namespace detail
+
+/// Cost of gelu over n elements of T: detail::gelu_flops(form) FLOPs each; read x, write y.
 template <class T>
-constexpr Cost gelu_cost(std::int64_t n, Gelu form = Gelu::tanh) { return detail::unary_cost<T>(n, form == Gelu::tanh ? 8 : 5); }
+constexpr Cost gelu_cost(std::int64_t n, Gelu form = Gelu::tanh) { return detail::unary_cost<T>(n, detail::gelu_flops(form)); }
 
 // ---- silu ------------------------------------------------------------------------------------
 
@@ -655,8 +659,11 @@ void bias_gelu(const X& x, const B& bias, const Y& y, Gelu form = Gelu::tanh) {
   bias_gelu(typename Y::execution_space{}, x, bias, y, form);
 }
 
-/// Cost of bias_gelu over (rows, cols) of T: the add plus gelu's 8; read x and bias, write y.
+/// Cost of bias_gelu over (rows, cols) of T: the add plus GELU's FLOPs for `form`
+/// (detail::gelu_flops); read x and bias, write y.
 template <class T>
-constexpr Cost bias_gelu_cost(std::int64_t rows, std::int64_t cols) { return detail::bias_cost<T>(rows, cols, 9); }
+constexpr Cost bias_gelu_cost(std::int64_t rows, std::int64_t cols, Gelu form = Gelu::tanh) {
+  return detail::bias_cost<T>(rows, cols, 1 + detail::gelu_flops(form));
+}
 
 }  // namespace rooftop

@@ -612,9 +612,11 @@ void bias_gelu_dropout(const X& x, const B& bias, const Y& y, double p, std::uin
   bias_gelu_dropout(typename Y::execution_space{}, x, bias, y, p, seed, offset, form);
 }
 
-/// Cost of bias_gelu_dropout over (rows, cols) of T: bias_gelu's 9 plus the dropout multiply;
-/// read x and bias, write y.
+/// Cost of bias_gelu_dropout over (rows, cols) of T: bias_gelu_cost's FLOPs for `form` plus the
+/// dropout multiply; read x and bias, write y.
 template <class T>
-constexpr Cost bias_gelu_dropout_cost(std::int64_t rows, std::int64_t cols) { return detail::bias_cost<T>(rows, cols, 10); }
+constexpr Cost bias_gelu_dropout_cost(std::int64_t rows, std::int64_t cols, Gelu form = Gelu::tanh) {
+  return detail::bias_cost<T>(rows, cols, 2 + detail::gelu_flops(form));
+}
 
 }  // namespace rooftop

@@ -774,12 +774,14 @@ void layernorm(const X& x, const Y& y, double eps = 1e-5) {
   layernorm(typename Y::execution_space{}, x, y, eps);
 }
 
-/// Cost of layernorm over (rows, cols) of T with weight and bias: 9 FLOPs per entry (add for
-/// the mean: 1; subtract, multiply-add, add for the deviations: 4; subtract, multiply,
-/// multiply-add for the output: 4); read x, weight and bias once, write y.
+/// Cost of layernorm over (rows, cols) of T, with weight and bias unless told otherwise: 9
+/// FLOPs per entry with both (add for the mean: 1; subtract, multiply-add, add for the
+/// deviations: 4; subtract, multiply, multiply-add for the output: 4), one fewer for each one
+/// left out; read x and those given once, write y.
 template <class T>
-constexpr Cost layernorm_cost(std::int64_t rows, std::int64_t cols) {
-  return {9.0 * rows * cols, bytes_of<T>(2.0 * rows * cols + 2.0 * cols)};
+constexpr Cost layernorm_cost(std::int64_t rows, std::int64_t cols, bool has_weight = true, bool has_bias = true) {
+  const double params = double(has_weight) + double(has_bias);
+  return {(7.0 + params) * rows * cols, bytes_of<T>(2.0 * rows * cols + params * cols)};
 }
 
 // ---- rmsnorm ---------------------------------------------------------------------------------
@@ -869,11 +871,12 @@ void rmsnorm(const X& x, const Y& y, double eps = 1e-6) {
   rmsnorm(typename Y::execution_space{}, x, y, eps);
 }
 
-/// Cost of rmsnorm over (rows, cols) of T with weight: 4 FLOPs per entry (multiply-add for the
-/// squares; two multiplies for the output); read x and weight once, write y.
+/// Cost of rmsnorm over (rows, cols) of T, with weight unless told otherwise: 4 FLOPs per
+/// entry with it (multiply-add for the squares; two multiplies for the output), 3 without;
+/// read x and the weight once, write y.
 template <class T>
-constexpr Cost rmsnorm_cost(std::int64_t rows, std::int64_t cols) {
-  return {4.0 * rows * cols, bytes_of<T>(2.0 * rows * cols + cols)};
+constexpr Cost rmsnorm_cost(std::int64_t rows, std::int64_t cols, bool has_weight = true) {
+  return {(3.0 + double(has_weight)) * rows * cols, bytes_of<T>(2.0 * rows * cols + double(has_weight) * cols)};
 }
 
 }  // namespace rooftop

@@ -313,3 +313,61 @@ TEST_CASE("preconditions: dropout names the op, extents and p") {
                        rooftop::Error);
   CHECK(host(whole) == before);
 }
+
+TEST_CASE("bias_gelu_cost and bias_gelu_dropout_cost count the FLOPs of the GELU form asked for") {
+  CHECK(bias_gelu_cost<float>(4, 10).flops == 9.0 * 40);
+  CHECK(bias_gelu_cost<float>(4, 10, Gelu::erf).flops == 6.0 * 40);
+  CHECK(bias_gelu_dropout_cost<bf16>(4, 10).flops == 10.0 * 40);
+  CHECK(bias_gelu_dropout_cost<bf16>(4, 10, Gelu::erf).flops == 7.0 * 40);
+  CHECK(bias_gelu_dropout_cost<bf16>(4, 10, Gelu::erf).bytes == 2.0 * (2 * 40 + 10));
+  CHECK(gelu_cost<float>(40, Gelu::erf).flops == 5.0 * 40);
+}
+
+namespace {
+/// Whether dropout keeps the element with 64-bit counter `counter` (its index plus the offset),
+/// from the formula as documented, written out apart from the kernel: keys from splitmix64 of
+/// the seed; the counter's high word folded into the first key (times 0x9e3779b9); the pair's
+/// number (low word / 2) through MurmurHash3's 32-bit finalizer after an xor with that key, the
+/// second key xored in last; the element's half of those bits (low 16 for even low words),
+/// kept iff >= round(p 2^16).
+bool documented_keep(double p, std::uint64_t seed, std::uint64_t counter) {
+  std::uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  const auto key0 = static_cast<std::uint32_t>(z), key1 = static_cast<std::uint32_t>(z >> 32);
+  const auto low = static_cast<std::uint32_t>(counter), high = static_cast<std::uint32_t>(counter >> 32);
+  std::uint32_t h = (low >> 1) ^ (key0 ^ (high * 0x9e3779b9u));
+  h = (h ^ (h >> 16)) * 0x85ebca6bu;
+  h = (h ^ (h >> 13)) * 0xc2b2ae35u;
+  h ^= (h >> 16) ^ key1;
+  const std::uint32_t bits = (low & 1u) ? h >> 16 : h & 0xffffu;
+  return bits >= static_cast<std::uint32_t>(std::floor(p * 65536.0 + 0.5));
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("dropout's mask is the documented hash, bit for bit, and the same as in earlier versions", T, ROOFTOP_ML_DTYPES) {
+  // A change of the hash changes every user's masks (a run replayed from its seed no longer
+  // drops the same elements): the kernels' mask, across a 2^32 boundary of the counter, equals
+  // the formula written out here, and its first 64 bits for seed 42 and p = 0.5 are pinned.
+  const std::int64_t n = 4099;
+  const std::uint64_t seed = 0x5eed, offset = (std::uint64_t{7} << 32) - 1001;
+  auto ones = test::Vector<T>("ones", n);
+  Kokkos::deep_copy(ones, T(1.0f));
+  for (const double p : {0.1, 0.5, 0.73}) {
+    CAPTURE(p);
+    auto y = test::poisoned_vector<T>(n);
+    rooftop::dropout(Exec(), ones, y, p, seed, offset);
+    const auto hy = host(y);
+    for (std::int64_t i = 0; i < n; ++i) {
+      CAPTURE(i);
+      REQUIRE((hy[i] != 0) == documented_keep(p, seed, offset + static_cast<std::uint64_t>(i)));
+    }
+  }
+  auto y = test::poisoned_vector<T>(64);
+  rooftop::dropout(Exec(), Kokkos::subview(ones, std::make_pair(0, 64)), y, 0.5, 42);
+  const auto hy = host(y);
+  std::uint64_t first64 = 0;
+  for (std::uint64_t i = 0; i < 64; ++i) first64 |= std::uint64_t{hy[i] != 0} << i;
+  CHECK(first64 == 0x549113ef932cfbb3ull);  // the formula's, computed in Python too
+}

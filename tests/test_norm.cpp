@@ -251,6 +251,33 @@ TEST_CASE_TEMPLATE("eps = 0: rows of one exact value give the bias (layernorm), 
     }
 }
 
+TEST_CASE_TEMPLATE("eps = 0: rows of an inexact constant (0.1) give exactly the bias, on every path", T, ROOFTOP_ML_DTYPES) {
+  // A mean one ulp off the row's value leaves a variance of about an ulp squared, whose scale
+  // (1 / ulp) turns every output into +-weight + bias: only a mean equal to the value (and a
+  // variance of 0: scale 0) gives the bias. Rows of 13, 768 and 4173 (vector rows, a tail, the
+  // host's row runs), row-major and LayoutLeft (the portable path).
+  for (const std::int64_t cols : {13, 768, 4096 + 77}) {
+    CAPTURE(cols);
+    test::Matrix<T> x("x", 3, cols);
+    Kokkos::deep_copy(x, T(0.1f));
+    Kokkos::View<T**, Kokkos::LayoutLeft, BackendMemory> x_left("x_left", 3, cols), y_left("y_left", 3, cols);
+    Kokkos::deep_copy(x_left, T(0.1f));
+    auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+    auto y = test::poisoned_matrix<T>(3, cols);
+    rooftop::layernorm(Exec(), x, y, 0.0, w, b);
+    Kokkos::deep_copy(y_left, test::poisoned_matrix<T>(3, cols));
+    rooftop::layernorm(Exec(), x_left, y_left, 0.0, w, b);
+    auto left = test::poisoned_matrix<T>(3, cols);
+    Kokkos::deep_copy(left, y_left);
+    const auto hy = host(y), hleft = host(left), hb = host(b);
+    for (std::int64_t i = 0; i < 3 * cols; ++i) {
+      CAPTURE(i);
+      REQUIRE(hy[i] == hb[i % cols]);
+      REQUIRE(hleft[i] == hb[i % cols]);
+    }
+  }
+}
+
 namespace {
 /// layernorm (rms false) or rmsnorm of x into y through the GPU's path, rows held in registers
 /// (R values per thread), with `team` threads per row on this backend.
@@ -713,4 +740,18 @@ TEST_CASE("preconditions: norms name the op and extents") {
                        rooftop::Error);
   CHECK_THROWS_AS(rooftop::layernorm(Exec(), x, x, 1e-5, w8, last_row), rooftop::Error);
   CHECK(host(x) == before);
+}
+
+TEST_CASE("layernorm_cost and rmsnorm_cost: one FLOP per entry and one row of bytes per parameter given") {
+  const Cost both = layernorm_cost<float>(3, 100), none = layernorm_cost<float>(3, 100, false, false);
+  CHECK(both.flops == 9.0 * 300);
+  CHECK(both.bytes == 4.0 * (2 * 300 + 2 * 100));
+  CHECK(none.flops == 7.0 * 300);
+  CHECK(none.bytes == 4.0 * 2 * 300);
+  CHECK(layernorm_cost<bf16>(3, 100, true, false).flops == 8.0 * 300);
+  CHECK(layernorm_cost<bf16>(3, 100, false, true).bytes == 2.0 * (2 * 300 + 100));
+  CHECK(rmsnorm_cost<float>(3, 100).flops == 4.0 * 300);
+  CHECK(rmsnorm_cost<float>(3, 100).bytes == 4.0 * (2 * 300 + 100));
+  CHECK(rmsnorm_cost<fp16>(3, 100, false).flops == 3.0 * 300);
+  CHECK(rmsnorm_cost<fp16>(3, 100, false).bytes == 2.0 * 2 * 300);
 }

@@ -37,22 +37,27 @@ inline double l2_bytes(const Kokkos::Cuda& exec) { return static_cast<double>(pr
 /// Bytes of the device's memory.
 inline double memory_bytes(const Kokkos::Cuda& exec) { return static_cast<double>(properties(exec).totalGlobalMem); }
 
+/// A CUDA event, destroyed with its scope (also where f() or a check throws).
+struct Event {
+  cudaEvent_t event{};
+  Event() { check(cudaEventCreate(&event), "cudaEventCreate"); }
+  ~Event() { cudaEventDestroy(event); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
+
 /// Seconds f() takes on exec's stream, between two CUDA events (f must only enqueue work on
 /// exec). The instance is fenced first, so earlier work is not counted.
 template <class F>
 double time_events(const Kokkos::Cuda& exec, F&& f) {
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
+  const Event start, stop;
   exec.fence();
-  check(cudaEventRecord(start, exec.cuda_stream()), "cudaEventRecord");
+  check(cudaEventRecord(start.event, exec.cuda_stream()), "cudaEventRecord");
   f();
-  check(cudaEventRecord(stop, exec.cuda_stream()), "cudaEventRecord");
-  check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+  check(cudaEventRecord(stop.event, exec.cuda_stream()), "cudaEventRecord");
+  check(cudaEventSynchronize(stop.event), "cudaEventSynchronize");
   float ms = 0;
-  check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  check(cudaEventElapsedTime(&ms, start.event, stop.event), "cudaEventElapsedTime");
   exec.fence();  // work f() enqueued elsewhere (other instances) is finished too
   return 1e-3 * ms;
 }

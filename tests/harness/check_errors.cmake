@@ -4,7 +4,8 @@
 # and verified in report.json, the large one listed under "errors" with its message. Then copy
 # of doubles filling 0.7 of the host's memory (its two arrays, its compulsory bytes, 1.4 of it:
 # more than the memory, though half of them is not) refused before anything is allocated, and
-# the first run's report kept as report.prev.json beside the second's.
+# the first run's report kept as report.prev.json beside the second's. Last, an earlier report
+# that cannot be kept.
 #   cmake -DROOFTOP=<rooftop binary> -DOUT=<scratch directory> -P check_errors.cmake
 file(REMOVE_RECURSE "${OUT}")
 execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes 1000,1000000000000000 --out "${OUT}"
@@ -48,4 +49,18 @@ if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
     message(FATAL_ERROR "report.prev.json is not the first run's report (copy at 1000):\n${previous}")
   endif()
 endif()
-message(STATUS "ok: the failed instances reported, the sweep went on, exit status 1")
+# An earlier report that cannot be kept (report.prev.csv a directory, so report.csv cannot be
+# renamed to it) is not written over: exit status 1, report.csv still the earlier run's, and
+# report.json kept as report.prev.json by the one try, not removed by a second.
+file(REMOVE_RECURSE "${OUT}")
+execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes 1000 --out "${OUT}" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+file(READ "${OUT}/report.csv" first_csv)
+file(MAKE_DIRECTORY "${OUT}/report.prev.csv/taken")
+execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes 2000 --out "${OUT}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+file(READ "${OUT}/report.csv" csv)
+if(NOT rc EQUAL 1 OR NOT out MATCHES "FAILED to write the report: cannot keep the previous [^\n]*report.csv"
+   OR NOT csv STREQUAL first_csv OR NOT EXISTS "${OUT}/report.prev.json")
+  message(FATAL_ERROR "a report that could not be kept was written over, or the failure not reported (exit status ${rc}):\n${out}\n${err}")
+endif()
+message(STATUS "ok: the failed instances reported, the sweep went on, exit status 1; an earlier report that cannot be kept is not written over")
