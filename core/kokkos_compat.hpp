@@ -30,13 +30,7 @@ template <class T>
 KOKKOS_INLINE_FUNCTION T sqrt(T x) { return kmath::sqrt(x); }
 template <class T>
 KOKKOS_INLINE_FUNCTION T fabs(T x) { return kmath::fabs(x); }
-/// a * b + c with one rounding where the target has FMA instructions: GPUs, and hosts built
-/// for them (x86-64 with -mfma or a -march that has it: Haswell, Zen and later; AArch64). On
-/// an x86-64 host built without (the compilers' default target, and the `portable` preset) with
-/// two: std::fma there is a call into the C library, which leaves every loop with one scalar
-/// (gelu, softmax, gemm: see README "Choosing the backend"). Nothing here needs the single
-/// rounding: the exponentials' reductions are exact either way (math.hpp).
-/// (Kokkos 3.4 has no Kokkos::fma.)
+/// a * b + c with one rounding (Kokkos 3.4 has no Kokkos::fma).
 template <class T>
 KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
 #if defined(__CUDA_ARCH__)
@@ -45,8 +39,6 @@ KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
   } else {
     return ::fma(a, b, c);
   }
-#elif (defined(__x86_64__) || defined(__i386__)) && !defined(__FMA__)
-  return a * b + c;
 #else
   return std::fma(a, b, c);
 #endif

@@ -104,9 +104,7 @@ KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
   // n and a correction), so r is accurate for large |x| too; then e^r = 2^(r log2 e).
   // Outside [-86.6434, 88.72283] n is meaningless, and the selects at the end decide the result.
   using C = detail::ExpConstants;
-  // n in t's low bits. (Without FMA instructions compat::fma rounds twice: n may then be the
-  // other neighbour of an x log2e within an ulp of a half-integer, |r| past ln2/2 by an ulp.)
-  const float t = compat::fma(x, log2e, detail::round_magic);
+  const float t = compat::fma(x, log2e, detail::round_magic);  // n in t's low bits, one rounding
   const float n = t - detail::round_magic;
   float r = compat::fma(n, C::minus_ln2_hi, x);
   r = compat::fma(n, C::minus_ln2_lo, r);
