@@ -47,6 +47,18 @@ KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
 /// Reinterprets the bits of a trivially copyable value (std::bit_cast is C++20). The builtin
 /// keeps loops vectorizable (GCC does not vectorize through a type-punning memcpy); memcpy is
 /// the fallback, and a builtin in device code.
+/// The address of x(i...), from x.data() and x's strides: `&x(i...)` does not compile where
+/// operator() returns a value rather than a reference (a const View with the RandomAccess
+/// trait on CUDA, read through the texture path).
+template <class View, class... I>
+KOKKOS_FORCEINLINE_FUNCTION auto address(const View& x, I... i) {
+  static_assert(sizeof...(I) == View::rank, "compat::address: one index per dimension");
+  std::ptrdiff_t offset = 0;
+  int r = 0;
+  ((offset += static_cast<std::ptrdiff_t>(i) * static_cast<std::ptrdiff_t>(x.stride(r++))), ...);
+  return x.data() + offset;
+}
+
 template <class To, class From>
 KOKKOS_FORCEINLINE_FUNCTION To bit_cast(const From& from) {
   static_assert(sizeof(To) == sizeof(From), "bit_cast: sizes differ");

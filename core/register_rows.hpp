@@ -80,7 +80,7 @@ struct RegisterRow {
       const std::int64_t c = col(g * V, chunk);
       if (runs && c + V <= cols) {
         alignas(16) T t[V];
-        copy_aligned<V * sizeof(T)>(t, &x(row, c));
+        copy_aligned<V * sizeof(T)>(t, compat::address(x, row, c));
         ROOFTOP_UNROLL
         for (int j = 0; j < V; ++j) v[g * V + j] = float(t[j]);
       } else {
@@ -167,7 +167,7 @@ struct RegisterRow {
     if constexpr (runs_of<T>) {
       if (whole_runs(w) && c + V <= cols) {
         alignas(16) T t[V];
-        copy_aligned<V * sizeof(T)>(t, &w(c));
+        copy_aligned<V * sizeof(T)>(t, compat::address(w, c));
         ROOFTOP_UNROLL
         for (int j = 0; j < V; ++j) p[j] = float(t[j]);
         return;

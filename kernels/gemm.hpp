@@ -139,10 +139,10 @@ struct GemmOperand {
   /// and along k (host packing reads contiguous runs through them).
   KOKKOS_INLINE_FUNCTION const typename View::value_type* address(std::int64_t b, std::int64_t i, std::int64_t k) const {
     if constexpr (View::rank == 3) {
-      return trans ? &x(b, k, i) : &x(b, i, k);
+      return trans ? compat::address(x, b, k, i) : compat::address(x, b, i, k);
     } else {
       (void)b;
-      return trans ? &x(k, i) : &x(i, k);
+      return trans ? compat::address(x, k, i) : compat::address(x, i, k);
     }
   }
   /// op(X)^T: element (k, i) of it is element (i, k) of op(X).

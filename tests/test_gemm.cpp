@@ -547,3 +547,14 @@ TEST_CASE("harness working sets: main memory 8x the cache, at least 256 MB, at m
   c.peak_gflops_fp32 = 100;
   CHECK(c.roof_seconds(Cost{0, 16 * MiB}, DType::fp32) == doctest::Approx(16 * MiB / 40e9));
 }
+
+TEST_CASE("gemm reads const RandomAccess Views (on CUDA: values, no addresses)") {
+  using RandomAccess = Kokkos::MemoryTraits<Kokkos::RandomAccess>;
+  const std::int64_t n = 70;
+  auto a = test::random_matrix<float>(n, n), b = test::random_matrix<float>(n, n);
+  const Kokkos::View<const float**, Kokkos::LayoutRight, BackendMemory, RandomAccess> ar = a, br = b;
+  auto plain = test::poisoned_matrix<float>(n, n), traced = test::poisoned_matrix<float>(n, n);
+  rooftop::gemm(Exec(), Trans::none, a, Trans::transpose, b, plain);
+  rooftop::gemm(Exec(), Trans::none, ar, Trans::transpose, br, traced);
+  CHECK(test::host(traced) == test::host(plain));
+}

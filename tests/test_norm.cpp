@@ -755,3 +755,26 @@ TEST_CASE("layernorm_cost and rmsnorm_cost: one FLOP per entry and one row of by
   CHECK(rmsnorm_cost<fp16>(3, 100, false).flops == 3.0 * 300);
   CHECK(rmsnorm_cost<fp16>(3, 100, false).bytes == 2.0 * 2 * 300);
 }
+
+TEST_CASE_TEMPLATE("layernorm and rmsnorm read const RandomAccess Views (on CUDA: values, no addresses)", T, ROOFTOP_ML_DTYPES) {
+  // On CUDA such a View's operator() returns a value read through the texture path, so a
+  // kernel that took &x(i, j) would not compile; elsewhere the trait changes nothing.
+  using RandomAccess = Kokkos::MemoryTraits<Kokkos::RandomAccess>;
+  const std::int64_t rows = 5, cols = 768;
+  auto x = test::random_matrix<T>(rows, cols, -3, 3);
+  auto w = test::random_vector<T>(cols, 0.5, 1.5), b = test::random_vector<T>(cols, -1, 1);
+  const Kokkos::View<const T**, Kokkos::LayoutRight, BackendMemory, RandomAccess> xr = x;
+  const Kokkos::View<const T*, BackendMemory, RandomAccess> wr = w, br = b;
+  for (const bool rms : {false, true}) {
+    CAPTURE(rms);
+    auto plain = test::poisoned_matrix<T>(rows, cols), traced = test::poisoned_matrix<T>(rows, cols);
+    if (rms) {
+      rooftop::rmsnorm(Exec(), x, plain, 1e-5, w);
+      rooftop::rmsnorm(Exec(), xr, traced, 1e-5, wr);
+    } else {
+      rooftop::layernorm(Exec(), x, plain, 1e-5, w, b);
+      rooftop::layernorm(Exec(), xr, traced, 1e-5, wr, br);
+    }
+    CHECK(host(traced) == host(plain));
+  }
+}
