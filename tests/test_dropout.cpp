@@ -346,7 +346,7 @@ bool documented_keep(double p, std::uint64_t seed, std::uint64_t counter) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("dropout's mask is the documented hash, bit for bit, and the same as in earlier versions", T, ROOFTOP_ML_DTYPES) {
+TEST_CASE_TEMPLATE("dropout's mask is its hash written out apart from the kernel, bit for bit, and the same as in earlier versions", T, ROOFTOP_ML_DTYPES) {
   // A change of the hash changes every user's masks (a run replayed from its seed no longer
   // drops the same elements): the kernels' mask, across a 2^32 boundary of the counter, equals
   // the formula written out here, and its first 64 bits for seed 42 and p = 0.5 are pinned.
@@ -361,6 +361,7 @@ TEST_CASE_TEMPLATE("dropout's mask is the documented hash, bit for bit, and the 
     const auto hy = host(y);
     for (std::int64_t i = 0; i < n; ++i) {
       CAPTURE(i);
+      REQUIRE(!std::isnan(static_cast<double>(hy[i])));  // the poison: an element never written
       REQUIRE((hy[i] != 0) == documented_keep(p, seed, offset + static_cast<std::uint64_t>(i)));
     }
   }
@@ -368,6 +369,9 @@ TEST_CASE_TEMPLATE("dropout's mask is the documented hash, bit for bit, and the 
   rooftop::dropout(Exec(), Kokkos::subview(ones, std::make_pair(0, 64)), y, 0.5, 42);
   const auto hy = host(y);
   std::uint64_t first64 = 0;
-  for (std::uint64_t i = 0; i < 64; ++i) first64 |= std::uint64_t{hy[i] != 0} << i;
+  for (std::uint64_t i = 0; i < 64; ++i) {
+    REQUIRE(!std::isnan(static_cast<double>(hy[i])));
+    first64 |= std::uint64_t{hy[i] != 0} << i;
+  }
   CHECK(first64 == 0x549113ef932cfbb3ull);  // the formula's, computed in Python too
 }
