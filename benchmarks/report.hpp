@@ -238,23 +238,50 @@ inline std::string previous_path(const std::string& path) {
   return path.substr(0, dot) + ".prev" + path.substr(dot);
 }
 
+/// Why path's previous_path cannot take an earlier report (it is a directory, which a file is
+/// not renamed over nor removed in place of), or "" where it can. The harness asks at start-up,
+/// before a sweep of many minutes.
+inline std::string cannot_keep(const std::string& path) {
+  const std::string to = previous_path(path);
+  std::error_code ignored;
+  if (std::filesystem::is_directory(to, ignored))
+    return "cannot keep the previous " + path + " as " + to + ": " + to + " is a directory";
+  return "";
+}
+
 /// Renames each of paths that exists to its previous_path (replacing an older one there) and
 /// returns the new names, so that a new run's first report does not overwrite the last run's.
 /// The previous_path of one that does not exist is removed, so the kept files are all of one
-/// run. Throws std::runtime_error naming the file it could not rename or remove.
+/// run. All or nothing: paths are checked with cannot_keep first, and where a rename or a
+/// removal still fails the files already renamed are renamed back (a report half kept would
+/// lose its kept half on the next run, which removes the previous_path of a file not there);
+/// the older kept files those renames replaced are gone by then.
+/// Throws std::runtime_error naming the file it could not rename or remove.
 inline std::vector<std::string> keep_previous(const std::vector<std::string>& paths) {
-  std::vector<std::string> kept;
+  for (const std::string& path : paths)
+    if (const std::string why = cannot_keep(path); !why.empty()) throw std::runtime_error(why);
+  std::vector<std::pair<std::string, std::string>> moved;
   for (const std::string& path : paths) {
     const std::string to = previous_path(path);
     std::error_code error;
     if (std::filesystem::exists(path)) {
       std::filesystem::rename(path, to, error);
-      kept.push_back(to);
+      if (!error) moved.emplace_back(path, to);
     } else {
       std::filesystem::remove(to, error);
     }
-    if (error) throw std::runtime_error("cannot keep the previous " + path + " as " + to + ": " + error.message());
+    if (error) {
+      std::string why = "cannot keep the previous " + path + " as " + to + ": " + error.message();
+      for (const auto& [from, kept] : moved) {
+        std::error_code back;
+        std::filesystem::rename(kept, from, back);
+        if (back) why += "; and " + kept + " could not be renamed back to " + from + ": " + back.message();
+      }
+      throw std::runtime_error(why);
+    }
   }
+  std::vector<std::string> kept;
+  for (const auto& m : moved) kept.push_back(m.second);
   return kept;
 }
 

@@ -349,8 +349,12 @@ int run(Options opt, int& argc, char** argv) {
     if (!ok || std::filesystem::is_directory(path))
       throw std::invalid_argument("cannot write " + path + " (--out '" + opt.out + "')");
   }
-  // An earlier run's report is kept (report.prev.json, ...) when this run writes its first one.
+  // An earlier run's report is kept (report.prev.json, ...) when this run writes its first one:
+  // where it cannot be, the run is refused now, not after the sweep.
   bool previous_kept = std::none_of(report_paths.begin(), report_paths.end(), [](const std::string& p) { return std::filesystem::exists(p); });
+  if (!previous_kept)
+    for (const std::string& path : report_paths)
+      if (const std::string why = cannot_keep(path); !why.empty()) throw std::invalid_argument(why);
   const std::uint64_t seed = opt.seed_given ? opt.seed : std::random_device{}();
 
   // Every View below is destroyed before this guard finalizes Kokkos (reverse order).
@@ -475,8 +479,8 @@ int run(Options opt, int& argc, char** argv) {
                            {"rounds_measured", rounds_measured[k]}});
     for (const nlohmann::json& e : after_sweep_errors) errored.push_back(e);
     if (!errored.empty()) report["errors"] = errored;
-    // Tried once: after a partial failure a second try would find the files it did move gone
-    // and remove their kept copies. The files it could not move are not written over.
+    // Tried once (checked at start-up, so only a change since can fail it): keep_previous
+    // leaves the earlier report as it found it, and this run's is then not written over it.
     if (!previous_kept && keep_error.empty()) {
       try {
         std::string names;
@@ -585,8 +589,8 @@ int run(Options opt, int& argc, char** argv) {
       side_by_side.emplace(dtype_and_shape(fused), s);
     } catch (const std::exception& e) {
       std::printf("  %s FAILED to run side by side: %s\n", dtype_and_shape(fused).c_str(), first_paragraph(e.what()).c_str());
-      after_sweep_errors.push_back({{"op", "chain_fused"}, {"dtype", dtype_name(fused.dtype)}, {"shape", fused.shape},
-                                    {"error", first_paragraph(e.what())}, {"during", "chains side by side"}});
+      after_sweep_errors.push_back({{"op", "chain_fused"}, {"paired_with", "chain_unfused"}, {"dtype", dtype_name(fused.dtype)},
+                                    {"shape", fused.shape}, {"error", first_paragraph(e.what())}, {"during", "chains side by side"}});
     }
   }
   if (side_by_side_tried) std::printf("\n");
@@ -634,9 +638,10 @@ int run(Options opt, int& argc, char** argv) {
     if (failures) std::printf("%d result(s) FAILED verification\n", failures);
     if (side_by_side_failures) std::printf("%d side-by-side chain run(s) FAILED verification\n", side_by_side_failures);
     if (stores_failures) std::printf("%d side-by-side store run(s) FAILED verification\n", stores_failures);
-    if (unrun) std::printf("%d op instance(s) FAILED to run (listed under \"errors\" in the report)\n", unrun);
-    if (!after_sweep_errors.empty())
-      std::printf("%zu side-by-side run(s) FAILED to run (listed under \"errors\" in the report)\n", after_sweep_errors.size());
+    const char* const listed = written ? " (listed under \"errors\" in the report)" : "";
+    if (unrun) std::printf("%d op instance(s) FAILED to run%s\n", unrun, listed);
+    if (!after_sweep_errors.empty()) std::printf("%zu side-by-side run(s) FAILED to run%s\n", after_sweep_errors.size(), listed);
+    if (!written) std::printf("The report was not written (above)\n");
     return 1;
   }
   std::printf("All %zu results verified.\n", results.size());

@@ -2,16 +2,20 @@
 // rooftop_vs_blas: rooftop's gemm beside the system BLAS (OpenBLAS on Debian) on the same
 // square problems in one run. Calls alternate (time_alternated: after one untimed call of each,
 // pairs of calls, BLAS's first in even pairs and ours in odd ones) so both see the same machine
-// state; each keeps its best time, and each pair gives a ratio. rooftop's C is then compared
-// with BLAS's.
+// state; each keeps its best time, and each pair gives a ratio. Then both Cs are poisoned again,
+// each call made once more, and rooftop's C compared with BLAS's.
 //
 //   rooftop_vs_blas [n ...]          default: 2048; fp32 (SGEMM) and fp64 (DGEMM)
 //   rooftop_vs_blas --decode [n ...] m = 1, 2, 4, 8 rows times an n x n B and B^T (a decode
 //                                    step times a weight), fp32 and fp64; default n: 4096
-//   --seed N                         the random inputs' seed (default: fresh each run, printed)
+//   --seed N                         the random inputs' seed (default: fresh each run, printed);
+//                                    each problem's inputs are a function of it and the
+//                                    problem's shape and type, so --seed N with one size
+//                                    replays that size from a run of many
 //
-// Exit status 1 where the two Cs differ (or either holds a NaN: both start poisoned), 2 on a
-// bad argument.
+// Exit status 0 where every problem agrees; 1 where the two Cs differ (or either holds a NaN
+// or an infinity: both start poisoned) or a problem cannot run (an allocation fails), naming
+// the seed; 2 on a bad argument or a size whose matrices exceed the host's memory.
 //
 // Threads: rooftop uses the Kokkos OpenMP threads, BLAS its own (OPENBLAS_NUM_THREADS, default
 // all the cores the process may run on when it loads). Set OMP_WAIT_POLICY=passive so idle
@@ -61,23 +65,32 @@ void blas_gemm(int m, int n, int k, bool b_transposed, const T* a, const T* b, T
 }
 
 /// C (m x n) = A (m x k) op(B), op(B) = B (k x n) or B^T (B n x k), all row-major: BLAS and
-/// rooftop alternated, C compared; prints GFLOP/s (square problems) or GB/s of B (a few rows).
+/// rooftop alternated, then each run once more into a poisoned C and the Cs compared; prints
+/// GFLOP/s (square problems) or GB/s of B (a few rows). A and B come from hash64 of `seed` and
+/// the problem (m, n, k, op(B), T), the same in any run given the same seed.
 template <class T>
 void compare(int m, int n, int k, bool b_transposed, int reps, std::uint64_t seed) {
   using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace>;
   BackendExec exec;
   Matrix a("a", m, k), b("b", b_transposed ? n : k, b_transposed ? k : n), c("c", m, n), c_blas("c_blas", m, n);
   using Flat = Kokkos::View<T*, Kokkos::HostSpace>;
-  fill_uniform(exec, Flat(a.data(), a.size()), seed, -1, 1);
-  fill_uniform(exec, Flat(b.data(), b.size()), seed + 1, -1, 1);
-  // Poisoned: an entry either call leaves unwritten stays NaN and fails the comparison.
+  const std::uint64_t problem = (std::uint64_t(m) << 44) ^ (std::uint64_t(n) << 24) ^ (std::uint64_t(k) << 4) ^
+                                (std::uint64_t{b_transposed} << 3) ^ sizeof(T);
+  fill_uniform(exec, Flat(a.data(), a.size()), hash64(seed, 2 * problem), -1, 1);
+  fill_uniform(exec, Flat(b.data(), b.size()), hash64(seed, 2 * problem + 1), -1, 1);
+  const Trans tb = b_transposed ? Trans::transpose : Trans::none;
+  const auto call_blas = [&] { blas_gemm(m, n, k, b_transposed, a.data(), b.data(), c_blas.data()); };
+  const auto call_ours = [&] { gemm(exec, Trans::none, a, tb, b, c); };
+  // ratios: BLAS's time over ours in each pair, so above 1 where rooftop is faster.
+  const Alternation t = time_alternated(exec, call_blas, call_ours, 1, reps);
+  // Poisoned, then one call each: an entry that call leaves unwritten stays NaN and fails the
+  // comparison (a C written by the timed calls before would hide it).
   fill_nan(exec, Flat(c.data(), c.size()));
   fill_nan(exec, Flat(c_blas.data(), c_blas.size()));
-  const Trans tb = b_transposed ? Trans::transpose : Trans::none;
-  // ratios: BLAS's time over ours in each pair, so above 1 where rooftop is faster.
-  const Alternation t = time_alternated(
-      exec, [&] { blas_gemm(m, n, k, b_transposed, a.data(), b.data(), c_blas.data()); },
-      [&] { gemm(exec, Trans::none, a, tb, b, c); }, 1, reps);
+  exec.fence();
+  call_blas();
+  call_ours();
+  exec.fence();
   const double ours = t.b.seconds_min, theirs = t.a.seconds_min;
   // The largest |ours - BLAS| relative to the row's largest |BLAS| entry; NaN where either C
   // holds a NaN or an infinity (std::max would pass over a NaN).
@@ -108,27 +121,25 @@ void compare(int m, int n, int k, bool b_transposed, int reps, std::uint64_t see
               t.ratios.front(), t.ratios.back(), worst);
   std::fflush(stdout);
   if (!(worst < (sizeof(T) == 4 ? 1e-3 : 1e-10)))
-    throw std::runtime_error(std::isnan(worst) ? "results differ: a C entry is NaN or infinite (unwritten, or overflowed)"
-                                               : "results differ");
+    throw std::runtime_error(std::string(type) + " m=" + std::to_string(m) + " n=" + std::to_string(n) + (b_transposed ? " B^T" : "") +
+                             (std::isnan(worst) ? ": results differ: a C entry is NaN or infinite (unwritten, or overflowed)"
+                                                : ": results differ"));
 }
 
 /// The problems main was given, each compared (compare), in order.
-/// Each problem's A and B come from its own two seeds, counted up from `seed`.
 void run(const std::vector<int>& sizes, bool decode, std::uint64_t seed) {
   for (int n : sizes) {
     if (decode) {
       for (const int m : {1, 2, 4, 8})
         for (const bool transposed : {false, true}) {
           compare<float>(m, n, n, transposed, 11, seed);
-          compare<double>(m, n, n, transposed, 11, seed + 2);
-          seed += 4;
+          compare<double>(m, n, n, transposed, 11, seed);
         }
       continue;
     }
     const int reps = n <= 1024 ? 20 : 7;
     compare<float>(n, n, n, false, reps, seed);
-    compare<double>(n, n, n, false, reps, seed + 2);
-    seed += 4;
+    compare<double>(n, n, n, false, reps, seed);
   }
 }
 
@@ -209,7 +220,8 @@ int main(int argc, char** argv) {
     run(sizes, decode, seed);
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "rooftop_vs_blas: %s (seed %llu)\n", e.what(), static_cast<unsigned long long>(seed));
+    std::fprintf(stderr, "rooftop_vs_blas: %s (seed %llu: --seed %llu with that n replays it)\n", e.what(),
+                 static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
     return 1;
   }
   return 0;
