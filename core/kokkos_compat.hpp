@@ -30,17 +30,34 @@ template <class T>
 KOKKOS_INLINE_FUNCTION T sqrt(T x) { return kmath::sqrt(x); }
 template <class T>
 KOKKOS_INLINE_FUNCTION T fabs(T x) { return kmath::fabs(x); }
-/// a * b + c with one rounding (Kokkos 3.4 has no Kokkos::fma).
+/// 1 where compat::mul_add is one fused multiply-add instruction: device code, and hosts
+/// compiled for one (x86 with -mfma or a -march that has it, AArch64); 0 on other hosts (x86-64
+/// without -march: the portable build, and code that embeds the kernels without such flags).
+#if defined(__CUDA_ARCH__) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define ROOFTOP_FUSED_MUL_ADD 1
+#else
+#define ROOFTOP_FUSED_MUL_ADD 0
+#endif
+
+/// a * b + c: one fused multiply-add (one rounding) where ROOFTOP_FUSED_MUL_ADD, else a multiply
+/// and an add (two roundings). Not std::fma there: without the instruction it is a call to the C
+/// library's fmaf (exact in software), which keeps every loop with one scalar: GELU on x86-64
+/// without -march took 15.5 ns per value, 1.07 as a multiply and an add (0.19 with AVX-512;
+/// one core of the Zen 5 VM, a scratch loop in L1). Where one rounding matters (the softmax
+/// exponent) the caller takes another route when it is 0 (kernels/softmax.hpp); Kokkos 3.4 has no
+/// Kokkos::fma.
 template <class T>
-KOKKOS_INLINE_FUNCTION T fma(T a, T b, T c) {
+KOKKOS_FORCEINLINE_FUNCTION T mul_add(T a, T b, T c) {
 #if defined(__CUDA_ARCH__)
   if constexpr (std::is_same_v<T, float>) {
     return ::fmaf(a, b, c);  // not ::fma, which would compute in double
   } else {
     return ::fma(a, b, c);
   }
-#else
+#elif ROOFTOP_FUSED_MUL_ADD
   return std::fma(a, b, c);
+#else
+  return a * b + c;
 #endif
 }
 

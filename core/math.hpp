@@ -3,8 +3,8 @@
 /// Branch-free fp32 math for kernels whose speed is bandwidth: exp and the functions built on
 /// it. libm's expf is a scalar call the compiler cannot vectorize without -ffast-math, and at
 /// ~20 cycles per element it would make softmax or GELU compute-bound on a CPU. These are
-/// straight-line fma code (selects, no branches), so loops over them vectorize, and they run
-/// unchanged in device code.
+/// straight-line multiply-add code (compat::mul_add; selects, no branches), so loops over them
+/// vectorize, and they run unchanged in device code.
 #pragma once
 
 #include "kokkos_compat.hpp"
@@ -36,11 +36,11 @@ struct Exp2Poly {
 };
 KOKKOS_FORCEINLINE_FUNCTION float exp2_poly(float r) {
   float p = Exp2Poly::c5;
-  p = compat::fma(p, r, Exp2Poly::c4);
-  p = compat::fma(p, r, Exp2Poly::c3);
-  p = compat::fma(p, r, Exp2Poly::c2);
-  p = compat::fma(p, r, Exp2Poly::c1);
-  return compat::fma(p, r, Exp2Poly::c0);
+  p = compat::mul_add(p, r, Exp2Poly::c4);
+  p = compat::mul_add(p, r, Exp2Poly::c3);
+  p = compat::mul_add(p, r, Exp2Poly::c2);
+  p = compat::mul_add(p, r, Exp2Poly::c1);
+  return compat::mul_add(p, r, Exp2Poly::c0);
 }
 
 /// p * 2^n where t = n + 1.5 * 2^23 in float (n an integer, so n sits in t's low mantissa
@@ -104,10 +104,12 @@ KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
   // n and a correction), so r is accurate for large |x| too; then e^r = 2^(r log2 e).
   // Outside [-86.6434, 88.72283] n is meaningless, and the selects at the end decide the result.
   using C = detail::ExpConstants;
-  const float t = compat::fma(x, log2e, detail::round_magic);  // n in t's low bits, one rounding
+  // n in t's low bits (one rounding with a fused multiply-add; without, two, and n may be the
+  // other neighbour of a tie: |r| exceeds ln2/2 by an ulp at most, in the polynomial's margin).
+  const float t = compat::mul_add(x, log2e, detail::round_magic);
   const float n = t - detail::round_magic;
-  float r = compat::fma(n, C::minus_ln2_hi, x);
-  r = compat::fma(n, C::minus_ln2_lo, r);
+  float r = compat::mul_add(n, C::minus_ln2_hi, x);
+  r = compat::mul_add(n, C::minus_ln2_lo, r);
   // 2p * 2^(n - 1), not p * 2^n: n reaches 128 for x in (88.376, 88.72283], and 2^128 is no
   // float; 2^(n - 1) is a normal float for every n in range and the doubling is exact (t - 1
   // holds n - 1 in its low bits).
@@ -137,7 +139,7 @@ constexpr float gelu_tanh_c3 = -0.102943242f;  // gelu_tanh_c1 * 0.044715
 /// the host's vector form shares). Error within 2 ulp of |x|;
 /// gelu_tanh(-Inf) = 0.
 KOKKOS_FORCEINLINE_FUNCTION float gelu_tanh(float x) {
-  return times_sigmoid_of_exp2(x, x * compat::fma(x * x, gelu_tanh_c3, gelu_tanh_c1));
+  return times_sigmoid_of_exp2(x, x * compat::mul_add(x * x, gelu_tanh_c3, gelu_tanh_c1));
 }
 
 namespace detail {
@@ -176,7 +178,8 @@ KOKKOS_FORCEINLINE_FUNCTION float exp2_or_zero_below(float z) {
 /// In fp32 the rounding of b^2 (about an ulp of it) becomes a relative error of the tail: within
 /// 6 ulp of |x| (4.2 measured on x86 over every 7th float of 1e-6 <= |x| <= 100); for x < -2,
 /// where the result is the tail, a relative error up to 1.4e-5 where the result is 1e-37 or
-/// more (x down to -13).
+/// more (x down to -13). Built without a fused multiply-add (compat::mul_add's two roundings):
+/// 4.6 ulp and 1.6e-5 (b^2 split to be exact gave no better, 1.8e-5).
 KOKKOS_FORCEINLINE_FUNCTION float gelu_erf(float x) {
   using C = detail::GeluErfPoly;
   const float ax = select(C::clamp < compat::fabs(x), C::clamp, compat::fabs(x));  // vminps(16, |x|)
@@ -184,16 +187,16 @@ KOKKOS_FORCEINLINE_FUNCTION float gelu_erf(float x) {
   const float h = 1.0f / (C::d + b);
   // P(h) by Estrin's scheme: pairs of terms, then pairs of pairs with h^2, h^4 and h^8.
   const float h2 = h * h, h4 = h2 * h2;
-  const float p03 = compat::fma(compat::fma(C::c3, h, C::c2), h2, compat::fma(C::c1, h, C::c0));
-  const float p47 = compat::fma(compat::fma(C::c7, h, C::c6), h2, compat::fma(C::c5, h, C::c4));
-  const float p = compat::fma(compat::fma(C::c9, h, C::c8), h4 * h4, compat::fma(p47, h4, p03));
-  const float tail = exp2_or_zero_below(compat::fma(-b, b, p));
+  const float p03 = compat::mul_add(compat::mul_add(C::c3, h, C::c2), h2, compat::mul_add(C::c1, h, C::c0));
+  const float p47 = compat::mul_add(compat::mul_add(C::c7, h, C::c6), h2, compat::mul_add(C::c5, h, C::c4));
+  const float p = compat::mul_add(compat::mul_add(C::c9, h, C::c8), h4 * h4, compat::mul_add(p47, h4, p03));
+  const float tail = exp2_or_zero_below(compat::mul_add(-b, b, p));
   // max(x, 0), but -0 where x's sign is set: x's bits with all but the sign cleared there (the
   // vector form's vmaxps(-0, x)). In integer operations: Clang turned select(-0.0f > x, -0.0f,
   // x) into a comparison x <= 0, which gives -0 at x = +0.
   const std::uint32_t u = compat::bit_cast<std::uint32_t>(x);
   const float ramp = compat::bit_cast<float>(u & ~(static_cast<std::uint32_t>(static_cast<std::int32_t>(u) >> 31) >> 1));
-  return compat::fma(-(ax * h), tail, ramp);
+  return compat::mul_add(-(ax * h), tail, ramp);
 }
 
 }  // namespace rooftop::math

@@ -151,7 +151,7 @@ KOKKOS_INLINE_FUNCTION void attention_product(const Team& team, std::int64_t row
   if constexpr (Tiles::gpu) {
     team.for_each(rows, cols, [&](const std::int64_t i, const std::int64_t j) {
       float sum = out_init(i, j);
-      for (std::int64_t c = 0; c < inner; ++c) sum = compat::fma(a[i * lda + c], b[c * ldb + j], sum);
+      for (std::int64_t c = 0; c < inner; ++c) sum = compat::mul_add(a[i * lda + c], b[c * ldb + j], sum);
       out[i * ldo + j] = sum;
     });
   } else {
@@ -201,7 +201,7 @@ KOKKOS_INLINE_FUNCTION float attention_softmax_row(float* s, int keys, int visib
   }
   for (int width = lanes / 2; width > 0; width /= 2)
     for (int k = 0; k < width; ++k) part[k] += part[k + width];
-  l = compat::fma(l, alpha, part[0]);
+  l = compat::mul_add(l, alpha, part[0]);
   m = m_new;
   return alpha;
 }

@@ -185,7 +185,7 @@ KOKKOS_FORCEINLINE_FUNCTION void gemm_micro_kernel(Index kc, const Acc* a, Index
     for (int i = 0; i < MR; ++i) {
       const Acc ai = a[k * a_k + i * a_i];
       ROOFTOP_SIMD
-      for (int j = 0; j < NR; ++j) acc[i][j] = compat::fma(ai, b[k * b_k + j], acc[i][j]);
+      for (int j = 0; j < NR; ++j) acc[i][j] = compat::mul_add(ai, b[k * b_k + j], acc[i][j]);
     }
   }
 }
@@ -632,7 +632,7 @@ void gemm_gpu(const Exec& exec, const P& p) {
         ROOFTOP_UNROLL
         for (int i = 0; i < MR; ++i) {
           ROOFTOP_UNROLL
-          for (int j = 0; j < NR; ++j) acc[i][j] = compat::fma(ak[i], bk[j], acc[i][j]);
+          for (int j = 0; j < NR; ++j) acc[i][j] = compat::mul_add(ak[i], bk[j], acc[i][j]);
         }
       }
     });
@@ -859,8 +859,8 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, std::int64_t
             Acc* const out = sums + i * ld + j;
             ROOFTOP_SIMD
             for (std::int64_t jj = 0; jj < len; ++jj) {
-              const Acc first = compat::fma(av[i][1], b1[jj], compat::fma(av[i][0], b0[jj], out[jj]));
-              out[jj] = compat::fma(av[i][3], b3[jj], compat::fma(av[i][2], b2[jj], first));
+              const Acc first = compat::mul_add(av[i][1], b1[jj], compat::mul_add(av[i][0], b0[jj], out[jj]));
+              out[jj] = compat::mul_add(av[i][3], b3[jj], compat::mul_add(av[i][2], b2[jj], first));
             }
           }
         }
@@ -873,7 +873,7 @@ void gemm_cpu_skinny_rows(const Exec& exec, const P& p, const A& a, std::int64_t
             const Acc ai = ab[i * ka + kk];
             Acc* const out = sums + i * ld + j;
             ROOFTOP_SIMD
-            for (std::int64_t jj = 0; jj < len; ++jj) out[jj] = compat::fma(ai, b0[jj], out[jj]);
+            for (std::int64_t jj = 0; jj < len; ++jj) out[jj] = compat::mul_add(ai, b0[jj], out[jj]);
           }
         }
     });
@@ -989,7 +989,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
             ROOFTOP_UNROLL
             for (int c = 0; c < columns; ++c) {
               ROOFTOP_SIMD
-              for (int l = 0; l < lanes; ++l) part[i][c][l] = compat::fma(av[l], bv[c][l], part[i][c][l]);
+              for (int l = 0; l < lanes; ++l) part[i][c][l] = compat::mul_add(av[l], bv[c][l], part[i][c][l]);
             }
           }
         }
@@ -1002,7 +1002,7 @@ bool gemm_cpu_skinny(const Exec& exec, const P& p) {
       for (std::int64_t kk = whole; kk < k; ++kk)
         for (int c = 0; c < columns; ++c) {
           const Acc bk = static_cast<Acc>(col[c][kk]);
-          for (int i = 0; i < MM; ++i) total[i][c][kk % lanes] = compat::fma(ab[i * ka + kk], bk, total[i][c][kk % lanes]);
+          for (int i = 0; i < MM; ++i) total[i][c][kk % lanes] = compat::mul_add(ab[i * ka + kk], bk, total[i][c][kk % lanes]);
         }
       for (int i = 0; i < MM && i < m; ++i)
         for (int c = 0; c < nv; ++c) {

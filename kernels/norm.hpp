@@ -378,7 +378,7 @@ template <int G, bool wide = false, class XT, class T, class W, class B, class B
   // in some loops and not in others, and rows written alone and in pairs must agree bit for bit.
   auto one = [&](const std::int64_t c) __attribute__((always_inline)) {
     const float v = (float(in[0][c]) - s[0].shift) * s[0].scale;
-    if (w && b) return compat::fma(v, float(w[c]), float(b[c]));
+    if (w && b) return compat::mul_add(v, float(w[c]), float(b[c]));
     if (w) return v * float(w[c]);
     return b ? v + float(b[c]) : v;
   };
@@ -740,7 +740,7 @@ on_exec_space_t<Exec> layernorm(const Exec& exec, const X& x, const Y& y, double
                                                         mean, rstd);
                            // One loop per case, so none loads a parameter under a condition
                            // (which would keep the loop from vectorizing). A multiply and an
-                           // add, not compat::fma: with fmaf GCC 12 left these loops scalar
+                           // add, not compat::mul_add: with fmaf GCC 12 left these loops scalar
                            // (layernorm fp32 in cache: 14 GB/s, 34 with the vector loop).
                            auto write = [&](const auto& w, const auto& b) {
                              r.write(y, cols, [&](const std::int64_t c) {

@@ -184,7 +184,7 @@ struct HostEntries {
   /// products (3D Laplacian 175^3, 2 threads, Zen 5 VM, two alternations, GB/s: bf16
   /// 15.0-15.1 -> 15.7-15.9, fp16 10.3-10.4 -> 20.8-21.0).
   [[gnu::always_inline]] C add(std::int64_t e, C sum) const {
-    return compat::fma(cpu::to_compute(values[e]), cpu::to_compute(at(e)), sum);
+    return compat::mul_add(cpu::to_compute(values[e]), cpu::to_compute(at(e)), sum);
   }
   /// The products of entries b, ..., b + L - 1 summed as a balanced tree (halves summed
   /// recursively), each pair of leaves in one fma.

@@ -153,7 +153,7 @@ struct WarpMatrix {
   KOKKOS_INLINE_FUNCTION static void mma(C& c, const A& a, const B& b) {
     for (int i = 0; i < m; ++i)
       for (int kk = 0; kk < k; ++kk)
-        for (int j = 0; j < n; ++j) c.v[i * n + j] = compat::fma(a.v[i * k + kk], b.v[kk * n + j], c.v[i * n + j]);
+        for (int j = 0; j < n; ++j) c.v[i * n + j] = compat::mul_add(a.v[i * k + kk], b.v[kk * n + j], c.v[i * n + j]);
   }
   KOKKOS_INLINE_FUNCTION static void store(float* p, const C& c, int ld) {
     for (int i = 0; i < m; ++i)

@@ -226,7 +226,7 @@ struct WarpMma {
   KOKKOS_INLINE_FUNCTION static void mma(C& c, const A& a, const B& b) {
     for (int i = 0; i < 16; ++i)
       for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < 8; ++n) c.x[i * 8 + n] = compat::fma(a.v[i * 16 + k], b.v[k * 8 + n], c.x[i * 8 + n]);
+        for (int n = 0; n < 8; ++n) c.x[i * 8 + n] = compat::mul_add(a.v[i * 16 + k], b.v[k * 8 + n], c.x[i * 8 + n]);
   }
   KOKKOS_INLINE_FUNCTION static void to_a(A& a, const C& c0, const C& c1) {
     for (int i = 0; i < 16; ++i)
