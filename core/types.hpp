@@ -173,6 +173,10 @@ template <> struct dtype_of<fp16> { static constexpr DType value = DType::fp16; 
 template <class T>
 inline constexpr bool is_supported_dtype_v =
     std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, fp16>;
+/// Whether every View of Views holds one of the supported dtypes (const or not): the ops that
+/// compute in them say so at compile time, where an integer View would compute in float.
+template <class... Views>
+inline constexpr bool supported_values_v = (is_supported_dtype_v<std::remove_cv_t<typename Views::value_type>> && ...);
 
 /// The type arithmetic and accumulation happen in: fp64 for fp64 data, fp32 for everything else.
 template <class T>

@@ -151,11 +151,12 @@ void embedding(const Exec& exec, const Table& table, const Ids& ids, const Out& 
         // 60-87, dim 768 33-51 -> 56-67, bf16 dim 4096 34-55 -> 50-76; the harness gained
         // less, see docs/measured/log.md).
         cpu::Prefetch next;
-        if (p + ahead_rows < rows) {
+        if (!detail::RowTeam<Exec>::gpu && p + ahead_rows < rows) {  // a GPU's copy takes no prefetch
           const std::int64_t next_id = ids(token_at(p + ahead_rows));
-          if (next_id >= 0 && next_id < vocab) next = {reinterpret_cast<const char*>(&table(next_id, 0)), sizeof(T)};
+          if (next_id >= 0 && next_id < vocab)
+            next = {reinterpret_cast<const char*>(compat::address(table, next_id, 0)), sizeof(T)};
         }
-        r.copy(out, &table(id, 0), dim, next);
+        r.copy(out, compat::address(table, id, 0), dim, next);  // not &table(...): a value for const RandomAccess Views on CUDA
       } else {
         r.write(out, dim, [&](const std::int64_t c) { return table(id, c); });
       }

@@ -25,6 +25,7 @@ namespace rooftop {
 template <class Exec, class X>
 compute_t<typename X::value_type> sum(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
+  static_assert(supported_values_v<X>, "sum: values are double, float, bf16 or fp16");
   using C = compute_t<typename X::value_type>;
   const auto n = static_cast<std::int64_t>(x.extent(0));
 #if defined(ROOFTOP_HAS_FLOAT_LANES)
@@ -73,6 +74,7 @@ constexpr Cost sum_cost(std::int64_t n) { return {1.0 * n, bytes_of<T>(1.0 * n)}
 template <class Exec, class X>
 compute_t<typename X::value_type> max(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
+  static_assert(supported_values_v<X>, "max: values are double, float, bf16 or fp16");
   using C = compute_t<typename X::value_type>;
   const auto n = static_cast<std::int64_t>(x.extent(0));
   if constexpr (detail::on_host<Exec> && cpu::has_vector_max<typename X::non_const_value_type>) {
@@ -128,6 +130,7 @@ constexpr Cost max_cost(std::int64_t n) { return {1.0 * n, bytes_of<T>(1.0 * n)}
 template <class Exec, class X>
 compute_t<typename X::value_type> nrm2(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
+  static_assert(supported_values_v<X>, "nrm2: values are double, float, bf16 or fp16");
   using C = compute_t<typename X::value_type>;
 #if defined(ROOFTOP_HAS_FLOAT_LANES)
   // fp32, bf16 and fp16 on an AVX-512 or AVX2 host as sum: four regions of the data at a time

@@ -201,6 +201,7 @@ template <class Exec, class In, class Out>
 void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c1) {
   mandate_input<Exec, In, 3>();
   mandate_output<Exec, Out, 3>();
+  static_assert(supported_values_v<In, Out>, "stencil: values are double, float, bf16 or fp16");
   using T = typename Out::value_type;
   using C = compute_t<T>;
   static_assert(std::is_same_v<typename In::non_const_value_type, T>, "stencil: in and out differ in value type");

@@ -82,6 +82,7 @@ template <class Exec, class X, class Y>
 void scale(const Exec& exec, double alpha, const X& x, const Y& y) {
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
+  static_assert(supported_values_v<X, Y>, "scale: values are double, float, bf16 or fp16");
   using T = typename Y::value_type;
   using C = compute_t<T>;
   detail::require_elementwise("scale", "x", x, "y", y);
@@ -104,6 +105,7 @@ void add(const Exec& exec, const X& x, const Y& y, const Z& z) {
   mandate_input<Exec, X, 1>();
   mandate_input<Exec, Y, 1>();
   mandate_output<Exec, Z, 1>();
+  static_assert(supported_values_v<X, Y, Z>, "add: values are double, float, bf16 or fp16");
   using T = typename Z::value_type;
   using C = compute_t<T>;
   detail::require_same_shape("add", "x", x, "y", y);
@@ -127,6 +129,7 @@ void triad(const Exec& exec, double alpha, const X& x, const Y& y, const Z& z) {
   mandate_input<Exec, X, 1>();
   mandate_input<Exec, Y, 1>();
   mandate_output<Exec, Z, 1>();
+  static_assert(supported_values_v<X, Y, Z>, "triad: values are double, float, bf16 or fp16");
   using T = typename Z::value_type;
   using C = compute_t<T>;
   detail::require_same_shape("triad", "x", x, "y", y);
@@ -151,6 +154,7 @@ template <class Exec, class X, class Y>
 compute_t<typename X::value_type> dot(const Exec& exec, const X& x, const Y& y) {
   mandate_input<Exec, X, 1>();
   mandate_input<Exec, Y, 1>();
+  static_assert(supported_values_v<X, Y>, "dot: values are double, float, bf16 or fp16");
   using C = compute_t<typename X::value_type>;
   static_assert(std::is_same_v<C, compute_t<typename Y::value_type>>, "dot: x and y must share a compute type");
   detail::require_same_shape("dot", "x", x, "y", y);

@@ -185,4 +185,29 @@ TEST_CASE("preconditions: embedding names the op and extents") {
                        rooftop::Error);
   CHECK(host(table) == before);
   for (double v : host(out4)) REQUIRE(std::isnan(v));
+  // ids read from memory the gather writes.
+  auto out5 = test::poisoned_matrix<float>(5, 8);
+  const Kokkos::View<std::int32_t*, BackendMemory> ids_in_out(reinterpret_cast<std::int32_t*>(out5.data()), 5);
+  CHECK_THROWS_WITH_AS(rooftop::embedding(Exec(), table, ids_in_out, out5),
+                       "embedding: ids and out overlap (ids is 5 with strides (1), out is 5x8 with strides (8, 1)): out would be "
+                       "written while ids is read",
+                       rooftop::Error);
+}
+
+TEST_CASE_TEMPLATE("embedding reads a const RandomAccess table (on CUDA: values, no addresses)", T, ROOFTOP_DTYPES) {
+  // On CUDA such a View's operator() returns a value read through the texture path, so a
+  // kernel that took &table(id, 0) would not compile; elsewhere the trait changes nothing.
+  const std::int64_t vocab = 300, dim = 768, tokens = 2000;  // enough tokens for the host's grouped path
+  auto table = test::random_matrix<T>(vocab, dim);
+  const Kokkos::View<const T**, Kokkos::LayoutRight, BackendMemory, Kokkos::MemoryTraits<Kokkos::RandomAccess>> traced_table = table;
+  test::Vector<std::int64_t> ids("ids", tokens);
+  fill_integers(Exec(), ids, test::next_seed(), 0, vocab - 1);
+  auto plain = test::poisoned_matrix<T>(tokens, dim), traced = test::poisoned_matrix<T>(tokens, dim);
+  rooftop::embedding(Exec(), table, ids, plain);
+  rooftop::embedding(Exec(), traced_table, ids, traced);
+  const auto hp = host(plain), ht = host(table);
+  const auto hid = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ids);
+  for (std::int64_t t = 0; t < tokens; ++t)
+    for (std::int64_t c = 0; c < dim; ++c) REQUIRE(hp[t * dim + c] == ht[hid(t) * dim + c]);
+  CHECK(host(traced) == hp);
 }
