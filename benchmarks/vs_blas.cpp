@@ -185,7 +185,8 @@ int main(int argc, char** argv) {
       std::printf("%s"
                   "  n x n GEMM, fp32 and fp64, rooftop beside the system BLAS (default n: 2048)\n"
                   "  --decode: m = 1, 2, 4, 8 rows times an n x n B and B^T (default n: 4096)\n"
-                  "  --seed N: the random inputs' seed (default: fresh each run, printed)\n",
+                  "  --seed N: the random inputs' seed (default: fresh each run, printed); each problem's\n"
+                  "    inputs depend on it and the problem only, so --seed N with one n replays that n\n",
                   usage);
       return 0;
     }
@@ -220,8 +221,8 @@ int main(int argc, char** argv) {
     run(sizes, decode, seed);
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "rooftop_vs_blas: %s (seed %llu: --seed %llu with that n replays it)\n", e.what(),
-                 static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+    std::fprintf(stderr, "rooftop_vs_blas: %s (seed %llu: %s--seed %llu with that n replays it)\n", e.what(),
+                 static_cast<unsigned long long>(seed), decode ? "--decode " : "", static_cast<unsigned long long>(seed));
     return 1;
   }
   return 0;

@@ -33,7 +33,9 @@ KOKKOS_INLINE_FUNCTION T fabs(T x) { return kmath::fabs(x); }
 /// 1 where compat::mul_add is one fused multiply-add instruction: device code, and hosts
 /// compiled for one (x86 with -mfma or a -march that has it, AArch64); 0 on other hosts (x86-64
 /// without -march: the portable build, and code that embeds the kernels without such flags).
-#if defined(__CUDA_ARCH__) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+/// (-mavx512f alone has the instruction but not __FMA__ under GCC; the AVX-512 vector paths,
+/// which fuse, must agree with the scalar functions bit for bit.)
+#if defined(__CUDA_ARCH__) || defined(__FMA__) || defined(__AVX512F__) || defined(__ARM_FEATURE_FMA)
 #define ROOFTOP_FUSED_MUL_ADD 1
 #else
 #define ROOFTOP_FUSED_MUL_ADD 0

@@ -62,7 +62,10 @@ struct ExpMinusMax {
   float sub, offset;
   /// For a row whose max is m; an all-masked row (m = -Inf) is taken against 0: its entries give
   /// 0, or NaN where they are NaN.
-  KOKKOS_INLINE_FUNCTION static ExpMinusMax of_max(float m) {
+  /// Force-inlined, as operator() is: its body depends on ROOFTOP_FUSED_MUL_ADD, so one
+  /// linked copy shared by files built with and without FMA flags could pair with the other's
+  /// operator().
+  KOKKOS_FORCEINLINE_FUNCTION static ExpMinusMax of_max(float m) {
     const float base = m == -std::numeric_limits<float>::infinity() ? 0.0f : m;
 #if ROOFTOP_FUSED_MUL_ADD
     const float m_log2e = base * math::log2e;

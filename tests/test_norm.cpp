@@ -255,8 +255,8 @@ TEST_CASE_TEMPLATE("eps = 0: rows of an inexact constant (0.1) give exactly the 
   // A mean one ulp off the row's value leaves a variance of about an ulp squared, whose scale
   // (1 / ulp) turns every output into +-weight + bias: only a mean equal to the value (and a
   // variance of 0: scale 0) gives the bias. Rows of 13, 768, 4096 and 4173 (a tail, vector rows,
-  // whole cache lines for the host's row runs, runs with a tail), row-major and LayoutLeft (the
-  // portable path).
+  // whole cache lines for the host's row runs, rows of partial lines one at a time), row-major
+  // and LayoutLeft (the portable path).
   for (const std::int64_t cols : {13, 768, 4096, 4096 + 77}) {
     CAPTURE(cols);
     test::Matrix<T> x("x", 3, cols);
