@@ -74,8 +74,9 @@ void compare(int m, int n, int k, bool b_transposed, int reps, std::uint64_t see
   BackendExec exec;
   Matrix a("a", m, k), b("b", b_transposed ? n : k, b_transposed ? k : n), c("c", m, n), c_blas("c_blas", m, n);
   using Flat = Kokkos::View<T*, Kokkos::HostSpace>;
-  const std::uint64_t problem = (std::uint64_t(m) << 44) ^ (std::uint64_t(n) << 24) ^ (std::uint64_t(k) << 4) ^
-                                (std::uint64_t{b_transposed} << 3) ^ sizeof(T);
+  // Fields apart: m, n, k below 2^20 (n <= 65536), op(B) one bit, T's size four.
+  const std::uint64_t problem = (std::uint64_t(m) << 45) | (std::uint64_t(n) << 25) | (std::uint64_t(k) << 5) |
+                                (std::uint64_t{b_transposed} << 4) | sizeof(T);
   fill_uniform(exec, Flat(a.data(), a.size()), hash64(seed, 2 * problem), -1, 1);
   fill_uniform(exec, Flat(b.data(), b.size()), hash64(seed, 2 * problem + 1), -1, 1);
   const Trans tb = b_transposed ? Trans::transpose : Trans::none;
