@@ -109,9 +109,10 @@ double gemm_bound(std::int64_t k, double alpha, double mag, double beta_c0, doub
   return gemm_bound_of<Acc, TC>(static_cast<double>(k + 3), alpha, mag, beta_c0, want);
 }
 
-/// gemm_bound for random inputs on hosts, where every accumulation is an IEEE fma rounding to
-/// nearest: Higham and Mary's probabilistic bound (SIAM J. Sci. Comput. 41(5), 2019), lambda
-/// sqrt(k) u in place of the worst case's k u, lambda = 10 (it fails with probability below
+/// gemm_bound for random inputs on hosts, where every accumulation rounds to nearest (one fused
+/// multiply-add, or without ROOFTOP_FUSED_MUL_ADD a multiply and an add, two roundings): Higham
+/// and Mary's probabilistic bound (SIAM J. Sci. Comput. 41(5), 2019), lambda sqrt(r) u for the
+/// r roundings in place of the worst case's r u, lambda = 10 (it fails with probability below
 /// 2 k exp(-lambda^2 / 2), about k 4e-22 per entry, where the roundings are independent with
 /// mean zero, as random inputs make them); the rounding to TC stays the worst case. The worst
 /// case lets errors far above rounding pass where k is large: at k = 8192 (`linear`, fp32) its
@@ -122,8 +123,8 @@ double gemm_bound(std::int64_t k, double alpha, double mag, double beta_c0, doub
 /// not round to nearest, so the harness keeps gemm_bound there.
 template <class Acc, class TC>
 double gemm_bound_random(std::int64_t k, double alpha, double mag, double beta_c0, double want) {
-  constexpr double lambda = 10;
-  return gemm_bound_of<Acc, TC>(lambda * std::sqrt(static_cast<double>(k + 3)), alpha, mag, beta_c0, want);
+  constexpr double lambda = 10, per_step = ROOFTOP_FUSED_MUL_ADD ? 1 : 2;
+  return gemm_bound_of<Acc, TC>(lambda * std::sqrt(per_step * static_cast<double>(k + 3)), alpha, mag, beta_c0, want);
 }
 
 /// Entry (i, j) of gemm against float64: a(kk) and b(kk) give op(A)(i, kk) and op(B)(kk, j) as

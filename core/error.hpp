@@ -4,8 +4,10 @@
 #pragma once
 
 #include "kokkos_compat.hpp"
+#include "types.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -57,11 +59,14 @@ constexpr void mandate_input() {
   detail::mandate_view<Exec, View, Rank>();
 }
 
-/// Compile-time mandate of the ops whose math is fp32 (activations, softmax, norms, dropout):
-/// storage fp32, bf16 or fp16, not fp64.
-template <class T>
+/// Compile-time mandate of the ops whose math is fp32 (activations, softmax, norms, dropout,
+/// attention): every View's values fp32, bf16 or fp16 (const or not). Not fp64, and not integers,
+/// which would be computed on in float.
+template <class... Views>
 constexpr void mandate_fp32_math() {
-  static_assert(!std::is_same_v<std::remove_const_t<T>, double>, "rooftop: this op computes in fp32; store fp32, bf16 or fp16");
+  static_assert(((is_supported_dtype_v<std::remove_cv_t<typename Views::value_type>> &&
+                  !std::is_same_v<std::remove_cv_t<typename Views::value_type>, double>) && ...),
+                "rooftop: this op computes in fp32; store fp32, bf16 or fp16");
 }
 
 /// The return type (void) of an op's overload that takes an execution space first, there only
@@ -93,6 +98,7 @@ namespace rooftop::detail {
 /// count exceeds it: narrowed, the launch would run count modulo 2^32 teams and leave the rest
 /// of the output unwritten, without an error.
 inline int league_size(const char* op, std::int64_t count) {
+  if (std::strncmp(op, "rooftop::", 9) == 0) op += 9;  // a kernel's label names its op after the prefix
   ROOFTOP_REQUIRE(count <= std::numeric_limits<int>::max(), op, "the work needs ", count, " teams, more than the ",
                   std::numeric_limits<int>::max(), " one Kokkos launch takes");
   return static_cast<int>(count);

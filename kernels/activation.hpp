@@ -177,7 +177,7 @@ template <class Exec, class X, class Y>
 void require_map_args(const char* op, const X& x, const Y& y) {
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
-  mandate_fp32_math<typename Y::value_type>();
+  mandate_fp32_math<X, Y>();
   require_elementwise(op, "x", x, "y", y);
 }
 
@@ -256,7 +256,7 @@ void map_rows_with_bias(const char* label, const char* op, const Exec& exec, con
   mandate_input<Exec, B, 1>();
   mandate_output<Exec, Y, 2>();
   using T = typename Y::value_type;
-  mandate_fp32_math<T>();
+  mandate_fp32_math<X, B, Y>();
   require_elementwise(op, "x", x, "y", y);
   ROOFTOP_REQUIRE(bias.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but bias is ", shape_of(bias),
                   " (expected ", x.extent(1), ")");

@@ -838,7 +838,7 @@ on_exec_space_t<Exec> attention(const Exec& exec, const Q& q, const K& k, const 
   mandate_input<Exec, V, 4>();
   mandate_output<Exec, O, 4>();
   using T = typename O::value_type;
-  mandate_fp32_math<T>();
+  mandate_fp32_math<Q, K, V, O>();
   static_assert(std::is_same_v<typename Q::array_layout, Kokkos::LayoutRight> &&
                     std::is_same_v<typename K::array_layout, Kokkos::LayoutRight> &&
                     std::is_same_v<typename V::array_layout, Kokkos::LayoutRight> &&

@@ -526,7 +526,7 @@ on_exec_space_t<Exec> dropout(const Exec& exec, const X& x, const Y& y, double p
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
   using T = typename Y::value_type;
-  mandate_fp32_math<T>();
+  mandate_fp32_math<X, Y>();
   detail::require_elementwise("dropout", "x", x, "y", y);
   const DropoutMask mask(p, seed, offset, "dropout");
   const auto n = static_cast<std::int64_t>(x.extent(0));

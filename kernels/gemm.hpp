@@ -1025,6 +1025,7 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
   mandate_input<Exec, A, rank>();
   mandate_input<Exec, B, rank>();
   mandate_output<Exec, C, rank>();
+  static_assert(supported_values_v<A, B, C>, "gemm: values are double, float, bf16 or fp16");
   using Acc = compute_t<typename A::value_type>;
   static_assert(std::is_same_v<Acc, compute_t<typename B::value_type>>,
                 "rooftop: gemm's A and B must share the accumulation type (both fp64, or both fp32/bf16/fp16)");

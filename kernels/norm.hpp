@@ -55,7 +55,7 @@ template <class Exec, class X, class Y>
 void require_norm_args(const char* op, const X& x, const Y& y, double eps) {
   mandate_input<Exec, X, 2>();
   mandate_output<Exec, Y, 2>();
-  mandate_fp32_math<typename Y::value_type>();
+  mandate_fp32_math<X, Y>();
   require_elementwise(op, "x", x, "y", y);
   ROOFTOP_REQUIRE(eps >= 0, op, "eps is ", eps, ", expected >= 0");
 }
@@ -65,6 +65,7 @@ void require_norm_args(const char* op, const X& x, const Y& y, double eps) {
 template <class Exec, class X, class Y, class W>
 void require_norm_param(const char* op, const X& x, const Y& y, const W& w, const char* w_name) {
   mandate_input<Exec, W, 1>();
+  mandate_fp32_math<W>();
   ROOFTOP_REQUIRE(w.extent(0) == 0 || w.extent(0) == x.extent(1), op, "x is ", shape_of(x), " but ", w_name, " is ",
                   shape_of(w), " (expected ", x.extent(1), " or 0 for none)");
   require_apart(op, w_name, w, "y", y);

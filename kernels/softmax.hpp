@@ -333,7 +333,7 @@ template <class Exec, class X, class Y>
 void softmax(const Exec& exec, const X& x, const Y& y) {
   mandate_input<Exec, X, 2>();
   mandate_output<Exec, Y, 2>();
-  mandate_fp32_math<typename Y::value_type>();
+  mandate_fp32_math<X, Y>();
   detail::require_elementwise("softmax", "x", x, "y", y);
   const auto cols = static_cast<std::int64_t>(x.extent(1));
   if constexpr (detail::RowTeam<Exec>::gpu) {

@@ -172,7 +172,7 @@ struct HostEntries {
   std::int64_t x_stride;
 
   [[gnu::always_inline]] C product(std::int64_t e) const { return cpu::to_compute(values[e]) * cpu::to_compute(at(e)); }
-  /// sum + entry e in one fma. A chain of these, not sum += product: GCC 12 turns the latter
+  /// sum + entry e in one compat::mul_add (fused where the host has the instruction). A chain of these, not sum += product: GCC 12 turns the latter
   /// into AVX2 gathers and an in-order vector reduction whose set-up costs more than a row of
   /// ~7 entries saves (fp32 3D Laplacian: ~20% slower measured); the chain stays scalar.
   /// bf16/fp16 convert one value at a time (cpu::to_compute: a vpinsrw from memory, and for
@@ -187,7 +187,7 @@ struct HostEntries {
     return compat::mul_add(cpu::to_compute(values[e]), cpu::to_compute(at(e)), sum);
   }
   /// The products of entries b, ..., b + L - 1 summed as a balanced tree (halves summed
-  /// recursively), each pair of leaves in one fma.
+  /// recursively), each pair of leaves in one compat::mul_add.
   template <int L>
   [[gnu::always_inline]] C tree_sum(std::int64_t b) const {
     if constexpr (L == 1) {

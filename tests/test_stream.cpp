@@ -48,6 +48,10 @@ TEST_CASE("a launch of more teams than a Kokkos TeamPolicy takes (an int) is ref
   CHECK(detail::league_size("op", std::numeric_limits<int>::max()) == std::numeric_limits<int>::max());
   CHECK_THROWS_WITH_AS(detail::league_size("op", std::int64_t(1) << 32), doctest::Contains("op: the work needs 4294967296 teams"),
                        rooftop::Error);
+  // A kernel's label ("rooftop::embedding", as row_policy passes it) is named as its op.
+  CHECK_THROWS_WITH_AS(detail::league_size("rooftop::embedding", std::int64_t(1) << 31),
+                       "embedding: the work needs 2147483648 teams, more than the 2147483647 one Kokkos launch takes",
+                       rooftop::Error);
 }
 
 TEST_CASE_TEMPLATE("copy, scale, add, triad match float64 (plain and streaming stores)", T, ROOFTOP_DTYPES) {
@@ -174,6 +178,24 @@ TEST_CASE_TEMPLATE("scale of every bf16/fp16 bit pattern rounds exactly like the
         break;
       }
     }
+  }
+}
+
+TEST_CASE("copy moves integer values exactly (plain and streaming stores)") {
+  // Odd int64 values up to 2^62: most would not survive a trip through double.
+  for (const std::size_t threshold : test::store_thresholds) {
+    CAPTURE(threshold);
+    test::StreamingThreshold stores(threshold);
+    const std::int64_t n = 100003;
+    test::Vector<std::int64_t> x("x", n), y("y", n);
+    const auto hx = Kokkos::create_mirror_view(x);
+    const std::uint64_t seed = test::next_seed();
+    for (std::int64_t i = 0; i < n; ++i) hx(i) = static_cast<std::int64_t>(hash64(seed, i) >> 2 | 1);
+    Kokkos::deep_copy(x, hx);
+    Kokkos::deep_copy(y, -1);
+    rooftop::copy(Exec(), x, y);
+    const auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+    for (std::int64_t i = 0; i < n; ++i) REQUIRE(hy(i) == hx(i));
   }
 }
 
