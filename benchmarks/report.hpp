@@ -9,10 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -109,13 +113,38 @@ inline std::string to_csv(const std::vector<Result>& results) {
   o << "op,dtype,shape,flops,bytes,ai,seconds_min,seconds_median,gbs,gflops,roof_gflops,roof_fraction,bound,"
        "cache_resident,verified,paired_bandwidth_gbs,paired_roof_fraction,matrix_units,bandwidth_roof_gbs,peak_gflops\n";
   o.precision(9);
+  // FLOPs and bytes whole, as report.json has them (9 digits made gemm n = 2048's 17179869184
+  // FLOPs 1.71798692e+10).
+  const auto count = [](double v) {
+    std::ostringstream c;
+    if (v == std::floor(v) && std::abs(v) < 0x1p63) c << static_cast<std::int64_t>(v);
+    else c << std::setprecision(17) << v;
+    return c.str();
+  };
   for (const auto& r : results)
-    o << r.op << ',' << dtype_name(r.dtype) << ',' << shape_string(r.shape) << ',' << r.cost.flops << ',' << r.cost.bytes << ','
+    o << r.op << ',' << dtype_name(r.dtype) << ',' << shape_string(r.shape) << ',' << count(r.cost.flops) << ',' << count(r.cost.bytes) << ','
       << r.cost.ai() << ',' << r.timing.seconds_min << ',' << r.timing.seconds_median << ',' << r.gbs << ',' << r.gflops << ','
       << r.roof_gflops << ',' << r.roof_fraction << ',' << r.bound << ',' << (r.cache_resident ? "true" : "false") << ','
       << (r.verified ? "true" : "false") << ',' << r.paired_bandwidth_gbs << ',' << r.paired_roof_fraction << ','
       << (r.matrix_units ? "true" : "false") << ',' << r.bandwidth_roof_gbs << ',' << r.peak_gflops << '\n';
   return o.str();
+}
+
+/// `text` with the characters XML gives meaning to escaped, for the SVG's text (a device name
+/// or a git description may hold an '&').
+inline std::string xml_text(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '\'': out += "&apos;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
 }
 
 /// Log-log roofline: x = arithmetic intensity (FLOP/byte), y = GFLOP/s. Ceilings are lines;
@@ -138,7 +167,7 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   o.precision(4);
   o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "' font-family='sans-serif' font-size='11'>\n"
     << "<rect width='100%' height='100%' fill='white'/>\n"
-    << "<text x='" << left << "' y='22' font-size='14' font-weight='bold'>rooftop roofline: " << s.backend << ", " << s.device
+    << "<text x='" << left << "' y='22' font-size='14' font-weight='bold'>rooftop roofline: " << xml_text(s.backend) << ", " << xml_text(s.device)
     << " (" << s.concurrency << " threads)</text>\n"
     << "<rect x='" << left << "' y='" << top << "' width='" << right - left << "' height='" << bottom - top
     << "' fill='none' stroke='#333'/>\n";
@@ -197,7 +226,7 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   const char* colors[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
   std::vector<std::string> names;
   double list_y = top + 10;
-  o << "<text x='" << right + 20 << "' y='" << list_y << "' font-weight='bold'>0-FLOP ops (GB/s, fraction of roof)</text>\n";
+  o << "<text x='" << right + 20 << "' y='" << list_y << "' font-weight='bold'>0-FLOP ops, largest size (GB/s, fraction of roof)</text>\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const std::string key = r.op + "/" + dtype_name(r.dtype);
@@ -226,7 +255,7 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   }
   o << "<text x='" << right + 20 << "' y='" << bottom << "' font-size='10'>Faint points: cache-resident sizes ("
     << (c.cache_above_memory() ? "LLC roof" : "DRAM roof: LLC not above it") << ").</text>\n"
-    << "<text x='" << right + 20 << "' y='" << bottom + 14 << "' font-size='10'>" << s.git << " " << s.timestamp << "</text>\n"
+    << "<text x='" << right + 20 << "' y='" << bottom + 14 << "' font-size='10'>" << xml_text(s.git + " " + s.timestamp) << "</text>\n"
     << "</svg>\n";
   return o.str();
 }
@@ -300,8 +329,15 @@ inline void write_files(const std::vector<std::pair<std::string, std::string>>& 
       throw std::runtime_error("cannot write " + path);
     }
   }
-  for (const auto& [path, text] : files)
-    if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write " + path);
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (std::rename((files[i].first + ".tmp").c_str(), files[i].first.c_str()) != 0) {
+      // Only a change to the directory since the writes fails here; the files not yet renamed
+      // keep their earlier text, and the message says which were replaced.
+      std::string why = "cannot write " + files[i].first + " (renaming " + files[i].first + ".tmp: " + std::strerror(errno) + ")";
+      for (std::size_t j = 0; j < i; ++j) why += j ? ", " + files[j].first : "; already replaced: " + files[j].first;
+      for (std::size_t j = i; j < files.size(); ++j) std::remove((files[j].first + ".tmp").c_str());
+      throw std::runtime_error(why);
+    }
 }
 
 }  // namespace rooftop::harness

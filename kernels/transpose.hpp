@@ -10,6 +10,8 @@
 /// and its rows are whole cache lines (see transpose_lines), streamed with each line joined
 /// from two tiles where they are not (see transpose_shifted_lines), stored plainly where out
 /// is smaller (transpose_lines again).
+/// Elements of 32 bytes or more go element by element on GPUs, as do elements past about 1.9
+/// KB on CPUs (HostTranspose::fits_stack).
 /// `transpose_naive` is the reference
 /// without tiling: reads follow in's rows, so every write lands in a different row of out
 /// (strided), which is what the tiled kernel avoids. Storage any dtype (pure data movement,
@@ -43,6 +45,12 @@ struct TransposeShape {
   static constexpr std::int64_t tile = 32;  // GPU only
   static constexpr std::int64_t pad = 1;
   static constexpr int team = 256;
+  /// Whether GPU tiles of T pay: elements below 32 bytes. Element by element
+  /// (transpose_elements), each write down a column of out of an element of 32 bytes or more
+  /// is whole 32-byte sectors already; and a tile of elements of 45 bytes or more would not
+  /// fit the 48 KB of shared memory a block gets by default (Kokkos refused the launch).
+  template <class T>
+  static constexpr bool tiles_pay = sizeof(T) < 32;
   /// (A whole number of register tiles, at least one, for any element size: 12 bytes, say,
   /// takes blocks of 16.)
   template <class T>
@@ -73,6 +81,28 @@ void require_transposed(const char* op, const In& in, const Out& out) {
 }  // namespace detail
 
 namespace detail {
+/// out = in^T element by element, checked: one work item per element on GPUs (consecutive
+/// threads read consecutive elements of a row of in and write down a column of out), one per
+/// row of in on CPUs (a row read in order, written down a column). transpose_naive, and the
+/// tiled transpose of elements too large for its tiles.
+template <class Exec, class In, class Out>
+void transpose_elements(const char* label, const Exec& exec, const In& in, const Out& out) {
+  const auto rows = static_cast<std::int64_t>(in.extent(0)), cols = static_cast<std::int64_t>(in.extent(1));
+  constexpr bool gpu = ReductionShape<Exec, float>::gpu;
+  // (A per-element division would make the CPU version compute-bound, not memory-bound.)
+  Kokkos::parallel_for(label, compat::Range<Exec>(exec, 0, gpu ? rows * cols : rows), KOKKOS_LAMBDA(const std::int64_t e) {
+    const std::int64_t n = cols;  // (captured outside the constexpr-if, for nvcc)
+    const auto& src = in;
+    const auto& dst = out;
+    if constexpr (ReductionShape<Exec, float>::gpu) {
+      const std::int64_t i = e / n, j = e % n;
+      dst(j, i) = src(i, j);
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) dst(j, e) = src(e, j);
+    }
+  });
+}
+
 /// GPU: one team per tile: the tile is read row by row of in into scratch (coalesced), then
 /// written row by row of out (coalesced), reading the scratch tile down its columns.
 template <class Shape, class Exec, class In, class Out>
@@ -146,6 +176,10 @@ struct HostTranspose {
   static constexpr std::int64_t tiles = (block / edge) * (block / edge);
   static constexpr std::int64_t line = sizeof(T) < 64 ? 64 / static_cast<std::int64_t>(sizeof(T)) : 1;  // elements per cache line
   static_assert(block % edge == 0, "transpose: the host block must be whole tiles");
+  /// Whether operator()'s buffers (two blocks and a carry, on the thread's stack: 144 KB for
+  /// 1-byte elements, 136 elements for 64 bytes and more) stay within 256 KB; elements past
+  /// about 1.9 KB are transposed element by element instead.
+  static constexpr bool fits_stack = sizeof(T) * (2 * block * block + block * line) <= 256 * 1024;
 
   const T* src;
   T* dst;
@@ -242,6 +276,7 @@ struct HostTranspose {
   /// Writes what waits in the carry with plain stores (at the end of the block written to `at`;
   /// none before the first block, where `at` is null and nothing waits).
   void finish(Carry& carry, T* at) const {
+    if constexpr (64 % sizeof(T) != 0) return;  // never streamed: nothing waits (transpose_host)
     if (!at) return;
     for (std::int64_t c = 0; c < block; ++c) {
       copy_elements(at + c * dst_stride + block - carry.count[c], carry.values[c], carry.count[c]);
@@ -394,7 +429,7 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
   using T = typename Out::value_type;
   using Kernel = HostTranspose<Shape, T>;
   const bool right = in.stride(1) == 1 && out.stride(1) == 1, left = in.stride(0) == 1 && out.stride(0) == 1;
-  if ((right || left) && rows > 0 && cols > 0) {
+  if (Kernel::fits_stack && (right || left) && rows > 0 && cols > 0) {
     // Streamed where whole lines are whole elements (and the output is large).
     const bool streamed = 64 % sizeof(T) == 0 && reinterpret_cast<std::uintptr_t>(out.data()) % sizeof(T) == 0 && streams<T>(rows * cols);
     // Down the strips where out's rows are not line-aligned (the carries need it; AVX-512
@@ -447,7 +482,8 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
 }  // namespace detail
 
 /// out = in^T through scratch tiles (see the file comment). Throws rooftop::Error unless out
-/// is (in.extent(1), in.extent(0)).
+/// is (in.extent(1), in.extent(0)), where in and out overlap, or where out's elements share
+/// memory.
 template <class Exec, class In, class Out>
 void transpose(const Exec& exec, const In& in, const Out& out) {
   mandate_input<Exec, In, 2>();
@@ -458,7 +494,8 @@ void transpose(const Exec& exec, const In& in, const Out& out) {
   using Shape = detail::TransposeShape<Exec>;
   const auto rows = static_cast<std::int64_t>(in.extent(0)), cols = static_cast<std::int64_t>(in.extent(1));
   if constexpr (Shape::gpu) {
-    detail::transpose_tiles_in_scratch<Shape>(exec, in, out, rows, cols);
+    if constexpr (Shape::template tiles_pay<T>) detail::transpose_tiles_in_scratch<Shape>(exec, in, out, rows, cols);
+    else detail::transpose_elements("rooftop::transpose", exec, in, out);
   } else {
     detail::transpose_host<Shape>(exec, in, out, rows, cols);
   }
@@ -469,7 +506,7 @@ void transpose(const In& in, const Out& out) { transpose(typename Out::execution
 /// out = in^T without tiling: one work item per element on GPUs (consecutive threads read
 /// consecutive elements of a row of in and write down a column of out), one per row of in on
 /// CPUs (a row read in order, written down a column). The baseline `transpose` is measured
-/// against. Throws rooftop::Error unless out is (in.extent(1), in.extent(0)).
+/// against. Throws as transpose does.
 template <class Exec, class In, class Out>
 void transpose_naive(const Exec& exec, const In& in, const Out& out) {
   mandate_input<Exec, In, 2>();
@@ -477,22 +514,7 @@ void transpose_naive(const Exec& exec, const In& in, const Out& out) {
   using T = typename Out::value_type;
   static_assert(std::is_same_v<typename In::non_const_value_type, T>, "transpose_naive: in and out differ in value type");
   detail::require_transposed("transpose_naive", in, out);
-  const auto rows = static_cast<std::int64_t>(in.extent(0)), cols = static_cast<std::int64_t>(in.extent(1));
-  constexpr bool gpu = detail::ReductionShape<Exec, float>::gpu;
-  // (A per-element division would make the CPU version compute-bound, not memory-bound.)
-  Kokkos::parallel_for("rooftop::transpose_naive",
-                       compat::Range<Exec>(exec, 0, gpu ? rows * cols : rows),
-                       KOKKOS_LAMBDA(const std::int64_t e) {
-                         const std::int64_t n = cols;  // (captured outside the constexpr-if, for nvcc)
-                         const auto& src = in;
-                         const auto& dst = out;
-                         if constexpr (detail::ReductionShape<Exec, float>::gpu) {
-                           const std::int64_t i = e / n, j = e % n;
-                           dst(j, i) = src(i, j);
-                         } else {
-                           for (std::int64_t j = 0; j < n; ++j) dst(j, e) = src(e, j);
-                         }
-                       });
+  detail::transpose_elements("rooftop::transpose_naive", exec, in, out);
 }
 template <class In, class Out>
 void transpose_naive(const In& in, const Out& out) { transpose_naive(typename Out::execution_space{}, in, out); }

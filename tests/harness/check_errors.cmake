@@ -5,7 +5,7 @@
 # of doubles filling 0.7 of the host's memory (its two arrays, its compulsory bytes, 1.4 of it:
 # more than the memory, though half of them is not) refused before anything is allocated, and
 # the first run's report kept as report.prev.json beside the second's. Last, an earlier report
-# that cannot be kept, refused at start-up.
+# that cannot be kept, refused at start-up; bad arguments refused with exit status 2.
 #   cmake -DROOFTOP=<rooftop binary> -DOUT=<scratch directory> -P check_errors.cmake
 file(REMOVE_RECURSE "${OUT}")
 execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes 1000,1000000000000000 --out "${OUT}"
@@ -68,4 +68,16 @@ if(NOT rc EQUAL 2 OR NOT err MATCHES "cannot keep the previous [^\n]*report.csv 
    OR out MATCHES "Round 1" OR NOT csv STREQUAL first_csv OR NOT json STREQUAL first_json OR EXISTS "${OUT}/report.prev.json")
   message(FATAL_ERROR "a report that could not be kept was not refused at start-up, or was moved (exit status ${rc}):\n${out}\n${err}")
 endif()
-message(STATUS "ok: the failed instances reported, the sweep went on, exit status 1; an earlier report that cannot be kept is refused at start-up")
+# A bad argument is refused with exit status 2 whether the option parser or the harness finds it
+# (CLI11's own codes are 104-114); --help exits 0.
+foreach(args "--sizes;4096,0" "--pages;foo" "--rounds;x" "--ops;nope")
+  execute_process(COMMAND "${ROOFTOP}" ${args} --out "${OUT}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2)
+    message(FATAL_ERROR "rooftop ${args}: expected exit status 2, got ${rc}\n${out}\n${err}")
+  endif()
+endforeach()
+execute_process(COMMAND "${ROOFTOP}" --help RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "rooftop --help: expected exit status 0, got ${rc}")
+endif()
+message(STATUS "ok: the failed instances reported, the sweep went on, exit status 1; an earlier report that cannot be kept is refused at start-up; bad arguments exit 2")
