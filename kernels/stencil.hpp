@@ -11,11 +11,14 @@
 /// in compute_t<T> (fp64 for fp64, fp32 otherwise), rounded once to the storage type. in and
 /// out must be distinct, non-overlapping Views of the same extents (a Jacobi sweep reads only
 /// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
-/// Dense host grids are swept a run of rows at a time (stencil_rows), large ones with streaming
+/// Dense grids on x86 hosts (detail::host_streams) are swept a run of rows at a time
+/// (stencil_rows), large ones with streaming
 /// stores and a prefetch of the next plane (on AVX-512 hosts a cache line at a time straight from
 /// the registers, cpu::stencil_streamed; on AVX2 hosts 2-byte grids only where rows are whole
 /// cache lines, see StencilShape); 2-byte grids there where the host has AVX-512 or AVX2
-/// (cpu::stencil_span).
+/// (cpu::stencil_span). Other grids and hosts take a multi-dimensional range. The paths sum
+/// the six neighbours in different orders, so results may differ by a few ulps between them
+/// (within the tests' bound).
 #pragma once
 
 #include "../core/cost.hpp"
@@ -196,7 +199,8 @@ void stencil_rows(const Exec& exec, const T* in, T* out, std::int64_t nx, std::i
 
 /// out = one Jacobi sweep of the 7-point stencil (c0 on the centre, c1 on each of the six
 /// neighbours) over the (nx, ny, nz) grid `in`; boundary points are copied. Throws
-/// rooftop::Error if the extents differ or in and out overlap.
+/// rooftop::Error if the extents differ, in and out overlap, out's elements share memory, or
+/// either has no memory though its extents are not 0 (Kokkos 3.4 sized it in 32 bits).
 template <class Exec, class In, class Out>
 void stencil(const Exec& exec, const In& in, const Out& out, double c0, double c1) {
   mandate_input<Exec, In, 3>();

@@ -229,6 +229,54 @@ TEST_CASE_TEMPLATE("spmv: a small matrix by hand, exact", T, ROOFTOP_DTYPES) {
   CHECK(host(y) == std::vector<double>{7, 0, 10, 0});
 }
 
+TEST_CASE_TEMPLATE("spmv: one of x and y strided, the other contiguous", T, ROOFTOP_DTYPES) {
+  const auto A = laplacian_3d<T, std::int32_t>(Exec(), 37, 5, 4);
+  const auto xs = test::random_vector<T>(2 * A.cols);
+  const auto strided_x = Kokkos::subview(Kokkos::View<T**, Kokkos::LayoutRight, Memory>(xs.data(), A.cols, 2), Kokkos::ALL, 1);
+  test::Vector<T> dense_x("x", A.cols);
+  Kokkos::deep_copy(dense_x, strided_x);
+  const auto hx = host(dense_x);
+  const auto ref = reference::spmv(A, hx);
+  auto check = [&](const std::vector<double>& hy, std::int64_t stride) {
+    for (std::int64_t r = 0; r < A.rows; ++r) {
+      CAPTURE(r);
+      CHECK(std::abs(hy[stride * r] - ref.want[r]) <= reference::spmv_tolerance<T>(ref.want[r], ref.scale[r], ref.length[r]));
+      if (stride > 1) CHECK(std::isnan(hy[stride * r + 1]));  // the other column untouched
+    }
+  };
+  const auto y = test::poisoned_vector<T>(A.rows);
+  rooftop::spmv(Exec(), A, strided_x, y);  // strided x, contiguous y
+  check(host(y), 1);
+  const auto ys = test::poisoned_vector<T>(2 * A.rows);
+  const auto strided_y = Kokkos::subview(Kokkos::View<T**, Kokkos::LayoutRight, Memory>(ys.data(), A.rows, 2), Kokkos::ALL, 0);
+  rooftop::spmv(Exec(), A, dense_x, strided_y);  // contiguous x, strided y
+  check(host(ys), 2);
+}
+
+TEST_CASE_TEMPLATE("spmv: alpha Inf or NaN gives NaN on empty rows (alpha times an empty sum)", T, ROOFTOP_DTYPES) {
+  // [ 1  0  2  0 ]
+  // [ 0  0  0  0 ]   (empty row)
+  // [ 0 -3  0  4 ]
+  // [ 0  0  0  0 ]   (empty last row)
+  const auto A = csr_from_host<T, std::int32_t, Memory>(4, 4, {0, 2, 2, 4, 4}, {0, 2, 1, 3}, {1, 2, -3, 4});
+  test::Vector<T> x("x", 4);
+  auto hx = Kokkos::create_mirror_view(x);
+  for (int i = 0; i < 4; ++i) hx(i) = T(static_cast<float>(i + 1));  // 1 2 3 4: rows 7, 0, 10, 0
+  Kokkos::deep_copy(x, hx);
+  const double inf = std::numeric_limits<double>::infinity();
+  auto y = test::random_vector<T>(4);
+  rooftop::spmv(Exec(), inf, A, x, 0.0, y);
+  auto got = host(y);
+  CHECK(got[0] == inf);
+  CHECK(std::isnan(got[1]));
+  CHECK(got[2] == inf);
+  CHECK(std::isnan(got[3]));
+  y = test::random_vector<T>(4);
+  rooftop::spmv(Exec(), std::numeric_limits<double>::quiet_NaN(), A, x, 0.0, y);
+  got = host(y);
+  for (int r = 0; r < 4; ++r) CHECK(std::isnan(got[r]));
+}
+
 TEST_CASE_TEMPLATE("spmv: alpha == 0 gives beta * y, reading neither A nor x (Inf, NaN there)", T, ROOFTOP_DTYPES) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   const auto A = csr_from_host<T, std::int32_t, Memory>(5, 3, {0, 2, 2, 3, 5, 6}, {0, 2, 1, 0, 1, 2}, {1, inf, -3, nan, 4, 2});

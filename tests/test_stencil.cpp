@@ -126,6 +126,42 @@ TEST_CASE_TEMPLATE("stencil: Views with padded rows (not one dense block) give t
   }
 }
 
+TEST_CASE_TEMPLATE("stencil: LayoutLeft grids (i contiguous, not k) give the same sweep as LayoutRight ones", T, ROOFTOP_DTYPES) {
+  // k is not the contiguous axis: the paths that read rows through raw pointers must not be taken.
+  using Left = Kokkos::View<T***, Kokkos::LayoutLeft, BackendMemory>;
+  for (const std::size_t threshold : test::store_thresholds)
+  for (const auto& grid : std::vector<std::array<std::int64_t, 3>>{{6, 7, 19}, {13, 7, 29}, {33, 4, 5}}) {
+    CAPTURE(threshold);
+    test::StreamingThreshold stores(threshold);
+    const std::int64_t nx = grid[0], ny = grid[1], nz = grid[2];
+    CAPTURE(nx);
+    CAPTURE(ny);
+    CAPTURE(nz);
+    const auto in = random_grid<T>(nx, ny, nz);
+    const auto out = poisoned_grid<T>(nx, ny, nz);
+    Left left_in("in", nx, ny, nz), left_out("out", nx, ny, nz);
+    Kokkos::deep_copy(left_in, in);
+    Kokkos::deep_copy(left_out, out);  // NaN
+    rooftop::stencil(Exec(), in, out, -0.3, 1.0 / 6);
+    rooftop::stencil(Exec(), left_in, left_out, -0.3, 1.0 / 6);
+    const auto want = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+    const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), left_out);
+    for (std::int64_t i = 0; i < nx; ++i)
+      for (std::int64_t j = 0; j < ny; ++j)
+        for (std::int64_t k = 0; k < nz; ++k) {
+          const double g = static_cast<double>(got(i, j, k)), w = static_cast<double>(want(i, j, k));
+          // (The paths sum the neighbours in different orders: a few ulps of compute_t<T>.)
+          if (!(std::abs(g - w) <= 2 * epsilon<T>() * std::abs(w) + 8 * epsilon<compute_t<T>>())) {
+            CAPTURE(i);
+            CAPTURE(j);
+            CAPTURE(k);
+            CAPTURE(g);
+            REQUIRE(g == doctest::Approx(w));
+          }
+        }
+  }
+}
+
 TEST_CASE_TEMPLATE("stencil: dense grids that start anywhere in a cache line give the same sweep as aligned ones", T, ROOFTOP_DTYPES) {
   // (Streamed host sweeps cut their work at the output's cache lines and compute the partial
   // lines at its ends a point at a time: every offset of in and out gives the same values.)
