@@ -60,8 +60,8 @@ constexpr void mandate_input() {
 }
 
 /// Compile-time mandate of the ops whose math is fp32 (activations, softmax, norms, dropout,
-/// attention): every View's values fp32, bf16 or fp16 (const or not). Not fp64, and not integers,
-/// which would be computed on in float.
+/// attention): every View's values fp32, bf16 or fp16 (const or not). Not fp64, and not
+/// integers, which they would compute with in float.
 template <class... Views>
 constexpr void mandate_fp32_math() {
   static_assert(((is_supported_dtype_v<std::remove_cv_t<typename Views::value_type>> &&

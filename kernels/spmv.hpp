@@ -172,9 +172,10 @@ struct HostEntries {
   std::int64_t x_stride;
 
   [[gnu::always_inline]] C product(std::int64_t e) const { return cpu::to_compute(values[e]) * cpu::to_compute(at(e)); }
-  /// sum + entry e in one compat::mul_add (fused where the host has the instruction). A chain of these, not sum += product: GCC 12 turns the latter
-  /// into AVX2 gathers and an in-order vector reduction whose set-up costs more than a row of
-  /// ~7 entries saves (fp32 3D Laplacian: ~20% slower measured); the chain stays scalar.
+  /// sum + entry e in one compat::mul_add (fused where the host has the instruction). A chain
+  /// of these, not sum += product: GCC 12 turns the latter into AVX2 gathers and an in-order
+  /// vector reduction whose set-up costs more than a row of ~7 entries saves (fp32 3D
+  /// Laplacian: ~20% slower measured); the chain stays scalar.
   /// bf16/fp16 convert one value at a time (cpu::to_compute: a vpinsrw from memory, and for
   /// fp16 a vcvtph2ps, where the plain conversion took a load, a shift or a move from an
   /// integer register each; 3D Laplacian, 2 threads, Zen 5 VM, scratch program, two

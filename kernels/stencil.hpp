@@ -12,11 +12,10 @@
 /// out must be distinct, non-overlapping Views of the same extents (a Jacobi sweep reads only
 /// old values). Any layout; LayoutRight (k contiguous) is the one the CPU loop vectorizes over.
 /// Dense grids on x86 hosts (detail::host_streams) are swept a run of rows at a time
-/// (stencil_rows), large ones with streaming
-/// stores and a prefetch of the next plane (on AVX-512 hosts a cache line at a time straight from
-/// the registers, cpu::stencil_streamed; on AVX2 hosts 2-byte grids only where rows are whole
-/// cache lines, see StencilShape); 2-byte grids there where the host has AVX-512 or AVX2
-/// (cpu::stencil_span). Other grids and hosts take a multi-dimensional range. The paths sum
+/// (stencil_rows), large ones with streaming stores and a prefetch of the next plane (on
+/// AVX-512 hosts a cache line at a time straight from the registers, cpu::stencil_streamed; on
+/// AVX2 hosts 2-byte grids only where rows are whole cache lines, see StencilShape); 2-byte
+/// grids there where the host has AVX-512 or AVX2 (cpu::stencil_span). Other grids and hosts take a multi-dimensional range. The paths sum
 /// the six neighbours in different orders, so results may differ by a few ulps between them
 /// (within the tests' bound).
 #pragma once

@@ -8,14 +8,15 @@
 #   scripts/run.sh build                        set up and build only (binaries in build/<preset>/bin)
 #
 # ROOFTOP_PRESET selects the CMake preset: openmp (the default), serial, portable (OpenMP
-# without -march=native), clang (OpenMP built with Clang) or cuda.
+# without -march=native), avx2 (OpenMP for AVX2 hosts without AVX-512), clang (OpenMP built
+# with Clang) or cuda.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-}"
 [ $# -gt 0 ] && shift
 case "$what" in
   roofline|test|bench|build) ;;
-  *) sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 preset="${ROOFTOP_PRESET:-openmp}"
 

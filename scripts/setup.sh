@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Offline, idempotent set-up of everything rooftop builds against, from Debian's archive only.
 #
-#   scripts/setup.sh [--backend openmp|serial|portable|clang|cuda] [--kokkos5-headers]
+#   scripts/setup.sh [--backend openmp|serial|portable|avx2|clang|cuda] [--kokkos5-headers]
 #
 # - Debian packages (doctest, Google Benchmark, nlohmann/json, CLI11, OpenBLAS for rooftop_vs_blas) are installed if missing;
 #   for cuda also Debian 12 non-free's nvidia-cuda-toolkit (CUDA 11.8) and g++-11, its host
@@ -23,7 +23,7 @@ backend=openmp
 want_kokkos5=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --backend) [ $# -ge 2 ] || { echo "setup.sh: --backend needs a value (openmp|serial|portable|clang|cuda)" >&2; exit 2; }
+    --backend) [ $# -ge 2 ] || { echo "setup.sh: --backend needs a value (openmp|serial|portable|avx2|clang|cuda)" >&2; exit 2; }
       backend="${2,,}"; shift 2 ;;
     --backend=*) backend="${1#*=}"; backend="${backend,,}"; shift ;;
     --kokkos5-headers) want_kokkos5=1; shift ;;
@@ -32,8 +32,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$backend" in
-  openmp|serial|portable|clang|cuda) ;;
-  *) echo "setup.sh: unknown backend '$backend' (openmp|serial|portable|clang|cuda)" >&2; exit 2 ;;
+  openmp|serial|portable|avx2|clang|cuda) ;;
+  *) echo "setup.sh: unknown backend '$backend' (openmp|serial|portable|avx2|clang|cuda)" >&2; exit 2 ;;
 esac
 
 cache="${ROOFTOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rooftop}"
