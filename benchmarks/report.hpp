@@ -333,7 +333,8 @@ inline void write_files(const std::vector<std::pair<std::string, std::string>>& 
     if (std::rename((files[i].first + ".tmp").c_str(), files[i].first.c_str()) != 0) {
       // Only a change to the directory since the writes fails here; the files not yet renamed
       // keep their earlier text, and the message says which were replaced.
-      std::string why = "cannot write " + files[i].first + " (renaming " + files[i].first + ".tmp: " + std::strerror(errno) + ")";
+      const int error = errno;
+      std::string why = "cannot write " + files[i].first + " (renaming " + files[i].first + ".tmp: " + std::strerror(error) + ")";
       for (std::size_t j = 0; j < i; ++j) why += j ? ", " + files[j].first : "; already replaced: " + files[j].first;
       for (std::size_t j = i; j < files.size(); ++j) std::remove((files[j].first + ".tmp").c_str());
       throw std::runtime_error(why);

@@ -429,7 +429,8 @@ void transpose_host(const Exec& exec, const In& in, const Out& out, std::int64_t
   using T = typename Out::value_type;
   using Kernel = HostTranspose<Shape, T>;
   const bool right = in.stride(1) == 1 && out.stride(1) == 1, left = in.stride(0) == 1 && out.stride(0) == 1;
-  if (Kernel::fits_stack && (right || left) && rows > 0 && cols > 0) {
+  if constexpr (Kernel::fits_stack)  // (else not even compiled: its frame would be megabytes)
+  if ((right || left) && rows > 0 && cols > 0) {
     // Streamed where whole lines are whole elements (and the output is large).
     const bool streamed = 64 % sizeof(T) == 0 && reinterpret_cast<std::uintptr_t>(out.data()) % sizeof(T) == 0 && streams<T>(rows * cols);
     // Down the strips where out's rows are not line-aligned (the carries need it; AVX-512

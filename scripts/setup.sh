@@ -104,7 +104,7 @@ if [ -n "${Kokkos_ROOT:-}" ]; then
   log "using Kokkos from Kokkos_ROOT=$Kokkos_ROOT"
   prefix="$Kokkos_ROOT"
 else
-  # One Kokkos build (OpenMP + Serial) serves every host preset (openmp, serial, portable,
+  # One Kokkos build (OpenMP + Serial) serves every host preset (openmp, serial, portable, avx2,
   # clang): rooftop picks the execution space. The CUDA build has OpenMP as its host space.
   flavour=$([ "$backend" = cuda ] && echo cuda || echo openmp)
   prefix="$cache/kokkos-3.4.01-$([ "$flavour" = cuda ] && echo cuda-sm80-sm90 || echo openmp)"

@@ -68,12 +68,22 @@ if(NOT rc EQUAL 2 OR NOT err MATCHES "cannot keep the previous [^\n]*report.csv 
    OR out MATCHES "Round 1" OR NOT csv STREQUAL first_csv OR NOT json STREQUAL first_json OR EXISTS "${OUT}/report.prev.json")
   message(FATAL_ERROR "a report that could not be kept was not refused at start-up, or was moved (exit status ${rc}):\n${out}\n${err}")
 endif()
-# A bad argument is refused with exit status 2 whether the option parser or the harness finds it
-# (CLI11's own codes are 104-114); --help exits 0.
-foreach(args "--sizes;4096,0" "--pages;foo" "--rounds;x" "--ops;nope")
-  execute_process(COMMAND "${ROOFTOP}" ${args} --out "${OUT}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 2)
-    message(FATAL_ERROR "rooftop ${args}: expected exit status 2, got ${rc}\n${out}\n${err}")
+# A bad argument is refused with exit status 2 and its message whether the option parser or the
+# harness finds it (CLI11's own codes are 104-114); --help exits 0. In a fresh --out, each
+# beside arguments that would run a quick copy: one accepted would run it and exit 0.
+file(REMOVE_RECURSE "${OUT}")
+foreach(case "--sizes;1000,0|--sizes: expected a positive whole number, got '0'"
+             "--sizes;1000;--pages;foo|--pages: foo not in" "--sizes;1000;--rounds;x|--rounds: expected a positive whole number, got 'x'"
+             "--sizes;1000;--ops;nope|unknown op 'nope'")
+  string(REPLACE "|" ";" parts "${case}")
+  list(POP_BACK parts expected)
+  if(NOT parts MATCHES "--ops")
+    list(APPEND parts --ops copy)
+  endif()
+  execute_process(COMMAND "${ROOFTOP}" --quick --dtypes fp64 ${parts} --out "${OUT}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT "${out}${err}" MATCHES "${expected}")
+    message(FATAL_ERROR "rooftop ${parts}: expected exit status 2 and '${expected}', got ${rc}\n${out}\n${err}")
   endif()
 endforeach()
 execute_process(COMMAND "${ROOFTOP}" --help RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
