@@ -51,7 +51,7 @@ template <class Exec>
 struct AttentionTiles {
   static constexpr bool gpu = ReductionShape<Exec, float>::gpu;
   /// Queries per team (BQ), at most: halved (down to min_queries) until the team's scratch fits
-  /// scratch_budget. CPU: a multiple of block_rows; at head_dim 64 all tiles take 165 KiB, at
+  /// scratch_budget. CPU: a multiple of block_rows; at head_dim 64 all tiles take 161 KiB, at
   /// 256 (BQ 48) 377 KiB, in L2.
   static constexpr std::int64_t queries = gpu ? 32 : 96;
   static constexpr std::int64_t min_queries = gpu ? 8 : 24;

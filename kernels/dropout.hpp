@@ -12,7 +12,10 @@
 /// kept values are scaled by 1 / (1 - that), so that the output's expectation is the input
 /// (scaled by 1 / (1 - p), p = 0.99999 kept 1.5e-5 of the values and its output's mean was
 /// 1.53 x the input's);
-/// p = 0 copies, p = 1 zeroes.
+/// p = 0 copies, p = 1 zeroes. The counter's high word is xor-ed into the key, so each seed has
+/// 2^32 pair hashes: blocks of 2^32 counters draw disjoint halves of them or the same ones in
+/// another order (the mask at offset 2^33 is the one at offset 0, pairs permuted). Runs that
+/// draw more than 2^32 counters and need unrelated masks change the seed every 2^32 counters.
 ///
 /// One hash per pair rather than per element: the hash is most of the mask's work, and on the
 /// host two elements' 16-bit halves are compared in one instruction in their memory order
@@ -26,6 +29,7 @@
 
 #include "activation.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace rooftop {
@@ -107,7 +111,8 @@ struct DropoutMask {
 
   /// run(j, count, low, key) over the runs of elements [first, first + count) whose counters
   /// share their high word (j: the run's first element, counted from `first`; low: the low
-  /// word of its counter; key: key_for the high word): one run unless the low word wraps. In a
+  /// word of its counter; key: key_for the high word): one run unless the low word wraps or
+  /// count exceeds 2^31 (runs are at most 2^31 elements). In a
   /// run an element's mask is keeps(low + j', key), 32-bit arithmetic only, which vectorizes
   /// (through keep, per element, the wrap test and the 64-bit index cost about as much as the
   /// hash: 2048 fp32 elements in L1, one thread, 0.40-0.44 -> 0.21-0.31 ns per element).
@@ -116,7 +121,9 @@ struct DropoutMask {
     std::uint64_t counter = offset_ + first;
     for (std::int64_t j = 0; j < count;) {
       const auto low = static_cast<std::uint32_t>(counter);
-      const auto to_wrap = static_cast<std::int64_t>((std::uint64_t{1} << 32) - low);
+      // At most 2^31: a run's length fits the 32-bit loop counters of its callers (2^32 would
+      // wrap to 0).
+      const std::int64_t to_wrap = std::min(static_cast<std::int64_t>((std::uint64_t{1} << 32) - low), std::int64_t{1} << 31);
       const std::int64_t n = count - j < to_wrap ? count - j : to_wrap;
       run(j, n, low, key_for(static_cast<std::uint32_t>(counter >> 32)));
       j += n;

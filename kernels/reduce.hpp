@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace rooftop {
 
@@ -126,7 +127,8 @@ constexpr Cost max_cost(std::int64_t n) { return {1.0 * n, bytes_of<T>(1.0 * n)}
 
 /// Euclidean norm sqrt(sum_i x_i^2); 0 if empty. The squares accumulate in fp64 for every
 /// dtype, so no fp32/bf16/fp16 input can overflow or underflow the sum (the largest fp32
-/// squared is ~1.2e77); for fp64 data the sum of squares itself must stay within fp64 range.
+/// squared is ~1.2e77); fp64 data whose sum of squares overflows or underflows is summed again
+/// scaled by its largest magnitude (so nrm2 of {1e200} is 1e200 and of {1e-170} is 1e-170).
 template <class Exec, class X>
 compute_t<typename X::value_type> nrm2(const Exec& exec, const X& x) {
   mandate_input<Exec, X, 1>();
@@ -177,6 +179,27 @@ compute_t<typename X::value_type> nrm2(const Exec& exec, const X& x) {
         return v * v;
       },
       detail::Plus{}, x);
+  if constexpr (std::is_same_v<C, double>) {
+    // fp64: squares overflow past |x| ~1.3e154 (the sum Inf) and lose precision below ~1.5e-154
+    // (0 below ~1e-162). A sum that is Inf or under 2^-968 (where the squares rounded in the
+    // subnormals could matter) is redone on x / max |x|, as LAPACK's dnrm2 scales: a second
+    // and third pass only for such data (and for all-zero data, whose max is 0). A NaN sum
+    // stays NaN.
+    if (sum_squares == std::numeric_limits<double>::infinity() || sum_squares < 0x1p-968) {
+      const double amax = detail::reduce_inputs(
+          "rooftop::nrm2", exec, static_cast<std::int64_t>(x.extent(0)), 0.0,
+          KOKKOS_LAMBDA(const C c) { return compat::fabs(c); }, detail::NanMax{}, x);
+      if (amax == 0 || amax == std::numeric_limits<double>::infinity()) return amax;
+      const double scaled = detail::reduce_inputs(
+          "rooftop::nrm2", exec, static_cast<std::int64_t>(x.extent(0)), 0.0,
+          KOKKOS_LAMBDA(const C c) {
+            const double v = c / amax;
+            return v * v;
+          },
+          detail::Plus{}, x);
+      return amax * std::sqrt(scaled);
+    }
+  }
   return static_cast<C>(std::sqrt(sum_squares));
 }
 template <class X>

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // attention: every ML dtype against a float64 reference that forms the scores, over sequence
-// lengths 1, 13, 69 (no multiple of a tile), 200 and head_dim 1, 16, 64, 80 (and 100, 200, 256),
+// lengths 1, 13, 69 (no multiple of a tile), 200 and head_dim 1, 16, 64, 80, 128 (and 100, 200, 256),
 // causal or not, seq_q != seq_k, empty extents; huge logits; the default scale; memory
-// O(seq) at a sequence whose score matrix would take 4 GiB; the cost model; preconditions.
+// O(seq) at a sequence whose score matrix would take 4 GiB; that the float64 check sees a
+// left-out tile of keys; the cost model; preconditions.
 #include "common.hpp"
 
 #include "../benchmarks/attention_ops.hpp"
@@ -324,6 +325,42 @@ TEST_CASE("attention's memory is O(seq): 32768 keys, whose fp32 score matrix wou
     const std::string error = check_row<float>(x, 0.25f, false, 0, 0, i, false);
     CHECK_MESSAGE(error.empty(), error);
   }
+}
+
+TEST_CASE("attention's check against float64 catches a result that left out one tile of keys among 32768") {
+  // The float64 check's bound grows with the square root of the visible keys (see
+  // reference::attention_row): a result computed without 32 or 128 of 32768 keys (a GPU's or
+  // a CPU's tile), first or last, is off by ~1e-4 per entry, above it; the complete result is
+  // within it. Eight query rows, head_dim 16.
+  const Dims n{1, 1, 8, 32768, 16};
+  const float scale = 0.25f;
+  auto q = random_tensor<float>(1, 1, n.seq_q, n.head_dim);
+  auto k = random_tensor<float>(1, 1, n.seq_k, n.head_dim);
+  auto v = random_tensor<float>(1, 1, n.seq_k, n.head_dim);
+  auto o = poisoned_tensor<float>(1, 1, n.seq_q, n.head_dim);
+  rooftop::attention(Exec(), q, k, v, o, scale, false);
+  const Host whole = to_host(n, q, k, v, o);
+  for (std::int64_t i = 0; i < n.seq_q; ++i) {
+    const std::string error = check_row<float>(whole, scale, false, 0, 0, i, false);
+    CHECK_MESSAGE(error.empty(), error);
+  }
+  for (const std::int64_t dropped : {std::int64_t{32}, std::int64_t{128}})
+    for (const std::int64_t first : {std::int64_t{0}, dropped}) {  // the last tile left out, or the first
+      CAPTURE(dropped);
+      CAPTURE(first);
+      const std::int64_t kept = n.seq_k - dropped;
+      auto k_part = poisoned_tensor<float>(1, 1, kept, n.head_dim), v_part = poisoned_tensor<float>(1, 1, kept, n.head_dim);
+      const auto keys = std::make_pair(first, first + kept);
+      Kokkos::deep_copy(Kokkos::subview(k_part, 0, 0, Kokkos::ALL, Kokkos::ALL), Kokkos::subview(k, 0, 0, keys, Kokkos::ALL));
+      Kokkos::deep_copy(Kokkos::subview(v_part, 0, 0, Kokkos::ALL, Kokkos::ALL), Kokkos::subview(v, 0, 0, keys, Kokkos::ALL));
+      auto o_part = poisoned_tensor<float>(1, 1, n.seq_q, n.head_dim);
+      rooftop::attention(Exec(), q, k_part, v_part, o_part, scale, false);
+      const Host part = to_host(n, q, k, v, o_part);  // checked against all the keys
+      for (std::int64_t i = 0; i < n.seq_q; ++i) {
+        CAPTURE(i);
+        CHECK_FALSE(check_row<float>(part, scale, false, 0, 0, i, false).empty());
+      }
+    }
 }
 
 TEST_CASE("attention_cost: 4 head_dim FLOPs per visible pair, Q K V read and O written once") {

@@ -106,16 +106,19 @@ TEST_CASE("dropout's mask is a pure function of (seed, offset, index)") {
 }
 
 TEST_CASE("dropout's two elements of a pair take independent halves of its hash; p is rounded to a multiple of 2^-16") {
-  // Elements 2k and 2k + 1 (counters from an even offset) share one hash, its low and high
-  // 16 bits: their decisions must still be independent, for every p.
+  // Counters 2k and 2k + 1 share one hash, its low and high 16 bits: their decisions must
+  // still be independent, for every p. From an odd offset the pair of counters 2k and 2k + 1
+  // is elements 2k - 1 and 2k.
   const std::int64_t pairs = 200000;
   for (const double p : {0.1, 0.5, 0.9}) {
     CAPTURE(p);
     for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{1}}) {
+      CAPTURE(offset);
       const DropoutMask mask(p, 77, offset);
+      const auto odd = static_cast<std::int64_t>(offset & 1);
       std::int64_t both = 0, first = 0, second = 0;
-      for (std::int64_t k = 0; k < pairs; ++k) {
-        const bool a = mask.keep(2 * k), b = mask.keep(2 * k + 1);
+      for (std::int64_t k = odd; k < pairs + odd; ++k) {
+        const bool a = mask.keep(2 * k - odd), b = mask.keep(2 * k + 1 - odd);
         first += a;
         second += b;
         both += a && b;
@@ -173,6 +176,32 @@ TEST_CASE_TEMPLATE("dropout's counters cross a 2^32 boundary inside a call (the 
   rooftop::bias_gelu_dropout(Exec(), x, zero_bias, fused, 0.5, 9, offset);
   const auto hf = host(fused);
   for (std::int64_t i = 0; i < n; ++i) REQUIRE((hf[i] != 0) == mask.keep(i));
+  }
+}
+
+TEST_CASE("DropoutMask::for_each_run covers a block of 2^32 + 5 elements in runs of at most 2^31, keyed by their high words") {
+  // A run of 2^32 elements would have wrapped apply_block's 32-bit loop counter to 0. Only the
+  // runs are walked (no data).
+  const DropoutMask mask(0.5, 3, 0);
+  for (const std::uint64_t first : {std::uint64_t{0}, std::uint64_t{7}}) {
+    CAPTURE(first);
+    const std::int64_t count = (std::int64_t{1} << 32) + 5;
+    std::int64_t next = 0;
+    int runs = 0;
+    mask.for_each_run(first, count, [&](const std::int64_t j, const std::int64_t n, const std::uint32_t low, const std::uint32_t key) {
+      const std::uint64_t counter = first + static_cast<std::uint64_t>(j);
+      CHECK(j == next);
+      CHECK(n >= 1);
+      CHECK(n <= std::int64_t{1} << 31);
+      CHECK(low == static_cast<std::uint32_t>(counter));
+      CHECK(key == mask.span(counter).key);
+      // A run never crosses a high word.
+      CHECK((counter >> 32) == ((counter + static_cast<std::uint64_t>(n) - 1) >> 32));
+      next = j + n;
+      ++runs;
+    });
+    CHECK(next == count);
+    CHECK(runs == 3);  // 2^31, then to the wrap (2^31 - first), then the rest
   }
 }
 

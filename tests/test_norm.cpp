@@ -588,6 +588,8 @@ TEST_CASE("norms work in place; a zero row normalizes to 0") {
   test::Matrix<float> zero("zero", 2, 9);
   rooftop::layernorm(Exec(), zero, zero, 1e-5);
   for (double v : host(zero)) CHECK(v == 0.0);
+  rooftop::rmsnorm(Exec(), zero, zero, 1e-6);
+  for (double v : host(zero)) CHECK(v == 0.0);
 }
 
 TEST_CASE_TEMPLATE("a NaN or an infinity in a row: layernorm's row all NaN, rmsnorm's x / sqrt(inf)", T,
@@ -733,13 +735,29 @@ TEST_CASE("preconditions: norms name the op and extents") {
                        "layernorm: x and y overlap but are not the same elements (x is 3x8 with strides (8, 1), y is 3x8 with strides (8, "
                        "1) from 32 bytes after x's first element): pass the same View to compute in place, or Views that do not overlap",
                        rooftop::Error);
-  CHECK_THROWS_AS(rooftop::rmsnorm(Exec(), hi, lo), rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::rmsnorm(Exec(), hi, lo),
+                       "rmsnorm: x and y overlap but are not the same elements (x is 3x8 with strides (8, 1), y is 3x8 with strides (8, "
+                       "1) from -32 bytes after x's first element): pass the same View to compute in place, or Views that do not overlap",
+                       rooftop::Error);
   const auto last_row = Kokkos::subview(x, 3, Kokkos::ALL);
   CHECK_THROWS_WITH_AS(rooftop::rmsnorm(Exec(), x, x, 1e-6, last_row),
                        "rmsnorm: weight and y overlap (weight is 8 with strides (1), y is 4x8 with strides (8, 1)): y would be written "
                        "while weight is read",
                        rooftop::Error);
-  CHECK_THROWS_AS(rooftop::layernorm(Exec(), x, x, 1e-5, w8, last_row), rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), x, x, 1e-5, w8, last_row),
+                       "layernorm: bias and y overlap (bias is 8 with strides (1), y is 4x8 with strides (8, 1)): y would be written "
+                       "while bias is read",
+                       rooftop::Error);
+  // An output whose rows are all one row.
+  auto wide = test::random_matrix<float>(4, 16);
+  const Kokkos::View<float**, Kokkos::LayoutStride, BackendMemory> one_row(y.data(), Kokkos::LayoutStride(4, 0, 7, 1));
+  const auto x47 = Kokkos::subview(wide, Kokkos::ALL, std::make_pair(0, 7));
+  CHECK_THROWS_WITH_AS(rooftop::layernorm(Exec(), x47, one_row),
+                       "layernorm: y is 4x7 with strides (0, 1): its strides do not nest, so its elements may share memory and writes to them could race",
+                       rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::rmsnorm(Exec(), x47, one_row),
+                       "rmsnorm: y is 4x7 with strides (0, 1): its strides do not nest, so its elements may share memory and writes to them could race",
+                       rooftop::Error);
   CHECK(host(x) == before);
 }
 

@@ -218,6 +218,42 @@ TEST_CASE("nrm2 neither overflows nor underflows for fp32 data") {
   CHECK(rooftop::nrm2(Exec(), tiny) == doctest::Approx(1e-30 * std::sqrt(1000.0)).epsilon(1e-6));
 }
 
+TEST_CASE("nrm2 of fp64 data whose squares overflow or underflow: summed again, scaled") {
+  // Random values of magnitudes up to 1e200, 1e-170 and 1e-155 (squares Inf, 0 and
+  // subnormal in fp64), one of 1e-300 among them; a View of stride 2; zeros, Inf and NaN.
+  const std::int64_t n = 5001;
+  for (const double scale : {1e200, 1e-170, 1e-155}) {
+    CAPTURE(scale);
+    auto x = test::random_vector<double>(n, -1, 1);
+    auto hx = test::host(x);
+    hx[17] = 3;  // scaled: 3 * scale, the largest
+    for (auto& v : hx) v *= scale;
+    hx[4000] = 1e-300;
+    test::Vector<double> d("x", n);
+    auto mirror = Kokkos::create_mirror_view(d);
+    for (std::int64_t i = 0; i < n; ++i) mirror(i) = hx[static_cast<std::size_t>(i)];
+    Kokkos::deep_copy(d, mirror);
+    long double want = 0;
+    for (const double v : hx) want += static_cast<long double>(v / scale) * static_cast<long double>(v / scale);
+    const double norm = scale * std::sqrt(static_cast<double>(want));
+    CHECK(rooftop::nrm2(Exec(), d) == doctest::Approx(norm).epsilon(1e-13));
+    // Elements 0, 2, ..., n - 3 (n - 1 is odd): a View of stride 2.
+    const auto every_other = Kokkos::subview(Kokkos::View<double**, Kokkos::LayoutRight, BackendMemory>(d.data(), n / 2, 2), Kokkos::ALL, 0);
+    REQUIRE(every_other.stride(0) == 2);
+    long double want_even = 0;
+    for (std::int64_t i = 0; i + 1 < n; i += 2) want_even += std::pow(static_cast<long double>(hx[static_cast<std::size_t>(i)] / scale), 2);
+    CHECK(rooftop::nrm2(Exec(), every_other) == doctest::Approx(scale * std::sqrt(static_cast<double>(want_even))).epsilon(1e-13));
+  }
+  test::Vector<double> zeros("zeros", 100), one_inf("one_inf", 100), nan_big("nan_big", 100);
+  CHECK(rooftop::nrm2(Exec(), zeros) == 0);
+  Kokkos::deep_copy(one_inf, 1e300);
+  Kokkos::deep_copy(Kokkos::subview(one_inf, 7), std::numeric_limits<double>::infinity());
+  CHECK(rooftop::nrm2(Exec(), one_inf) == std::numeric_limits<double>::infinity());
+  Kokkos::deep_copy(nan_big, 1e300);
+  Kokkos::deep_copy(Kokkos::subview(nan_big, 9), std::numeric_limits<double>::quiet_NaN());
+  CHECK(std::isnan(rooftop::nrm2(Exec(), nan_big)));
+}
+
 // rooftop::sum, nrm2 and max pass the host kernels regions of whole 4096-element blocks only
 // (detail::reduce_regions), so the regions' last elements past whole registers are reached by
 // direct calls alone.

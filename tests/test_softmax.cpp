@@ -383,7 +383,8 @@ TEST_CASE_TEMPLATE("softmax's GPU path (rows held in registers) on this backend"
   check_register_softmax<T, 8>();
   check_register_softmax<T, 16>();
   // The GPU's choice of values and team (RegisterRows::run), capped at the teams this backend
-  // runs: rows of 300 and 9000 (8 and 16 values per thread), in chunks here.
+  // runs: rows of 300 and 9000 (8 values per thread for 2-byte rows of 300, else 16), in
+  // chunks here.
   for (const std::int64_t cols : {300, 9000}) {
     CAPTURE(cols);
     auto x = test::random_matrix<T>(3, cols, -10, 10);
