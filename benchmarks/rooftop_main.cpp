@@ -731,10 +731,19 @@ int main(int argc, char** argv) {
       return 2;
     }
 
+  // Refused arguments (std::invalid_argument, thrown before anything is measured) exit 2; a
+  // failure once the run has started (the first measurement of the ceilings cannot allocate
+  // its arrays, a kernel's rooftop::Error, ...) exits 1, as the sweep's own failures do.
   try {
     return run(opt, argc, argv);
-  } catch (const std::exception& e) {
+  } catch (const rooftop::Error& e) {
+    std::fprintf(stderr, "rooftop: %s\n", e.what());
+    return 1;
+  } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "rooftop: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rooftop: %s\n", e.what());
+    return 1;
   }
 }

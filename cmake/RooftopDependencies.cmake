@@ -31,32 +31,52 @@ else()
   message(STATUS "rooftop: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}")
 endif()
 
-# The backend needs its execution space compiled into Kokkos (checked where rooftop found
-# Kokkos's package, whose variables kokkos_check reads; not for a parent's in-tree Kokkos).
+# rooftop's own executables (harness, benchmarks, tests; on by default only where rooftop is
+# the top-level project) run on ROOFTOP_BACKEND, whose execution space Kokkos must have
+# (checked where rooftop found Kokkos's package, whose variables kokkos_check reads; not for
+# a parent's in-tree Kokkos). A parent project that builds none of them runs the kernels on
+# its own Kokkos's backends, whichever they are: only what the kernels' device code needs
+# from a CUDA Kokkos is checked then.
+set(ROOFTOP_BUILDS_EXECUTABLES OFF)
+if(ROOFTOP_BUILD_HARNESS OR ROOFTOP_BUILD_BENCHMARKS OR ROOFTOP_BUILD_TESTS)
+  set(ROOFTOP_BUILDS_EXECUTABLES ON)
+endif()
 if(NOT Kokkos_FOUND)
   message(STATUS "rooftop: not checking that the parent's Kokkos has the ${ROOFTOP_BACKEND} backend")
-elseif(ROOFTOP_BACKEND_UPPER STREQUAL "OPENMP")
-  kokkos_check(DEVICES OpenMP)
-elseif(ROOFTOP_BACKEND_UPPER STREQUAL "SERIAL")
-  kokkos_check(DEVICES Serial)
-elseif(ROOFTOP_BACKEND_UPPER STREQUAL "CUDA")
-  kokkos_check(DEVICES Cuda OPTIONS CUDA_LAMBDA)
-  # Device code calls constexpr host functions (std::numeric_limits<float>::infinity() among
-  # them), which nvcc accepts only with --expt-relaxed-constexpr; Kokkos 3.x adds that flag only
-  # when built with Kokkos_ENABLE_CUDA_CONSTEXPR (off by default; scripts/setup.sh turns it on).
-  if(Kokkos_VERSION VERSION_LESS 4.0)
-    kokkos_check(OPTIONS CUDA_CONSTEXPR RETURN_VALUE ROOFTOP_KOKKOS_RELAXED_CONSTEXPR)
-    if(NOT ROOFTOP_KOKKOS_RELAXED_CONSTEXPR)
-      message(FATAL_ERROR
-        "rooftop: the Kokkos in ${Kokkos_DIR} was built without Kokkos_ENABLE_CUDA_CONSTEXPR, which "
-        "rooftop's device code needs (nvcc's --expt-relaxed-constexpr). Rebuild it with "
-        "-DKokkos_ENABLE_CUDA_CONSTEXPR=ON, or let scripts/setup.sh --backend cuda build one.")
+else()
+  if(ROOFTOP_BUILDS_EXECUTABLES)
+    if(ROOFTOP_BACKEND_UPPER STREQUAL "OPENMP")
+      kokkos_check(DEVICES OpenMP)
+    elseif(ROOFTOP_BACKEND_UPPER STREQUAL "SERIAL")
+      kokkos_check(DEVICES Serial)
+    elseif(ROOFTOP_BACKEND_UPPER STREQUAL "CUDA")
+      kokkos_check(DEVICES Cuda)
+    endif()
+  endif()
+  kokkos_check(DEVICES Cuda RETURN_VALUE ROOFTOP_KOKKOS_HAS_CUDA)
+  if(ROOFTOP_KOKKOS_HAS_CUDA)
+    # The kernels' device code is written in KOKKOS_LAMBDAs (Kokkos_ENABLE_CUDA_LAMBDA) and
+    # calls constexpr host functions (std::numeric_limits<float>::infinity() among them),
+    # which nvcc accepts only with --expt-relaxed-constexpr; Kokkos 3.x adds that flag only
+    # when built with Kokkos_ENABLE_CUDA_CONSTEXPR (off by default; scripts/setup.sh turns it
+    # on).
+    kokkos_check(OPTIONS CUDA_LAMBDA)
+    if(Kokkos_VERSION VERSION_LESS 4.0)
+      kokkos_check(OPTIONS CUDA_CONSTEXPR RETURN_VALUE ROOFTOP_KOKKOS_RELAXED_CONSTEXPR)
+      if(NOT ROOFTOP_KOKKOS_RELAXED_CONSTEXPR)
+        message(FATAL_ERROR
+          "rooftop: the Kokkos in ${Kokkos_DIR} was built without Kokkos_ENABLE_CUDA_CONSTEXPR, which "
+          "rooftop's device code needs (nvcc's --expt-relaxed-constexpr). Rebuild it with "
+          "-DKokkos_ENABLE_CUDA_CONSTEXPR=ON, or let scripts/setup.sh --backend cuda build one.")
+      endif()
     endif()
   endif()
   # Kokkos links the shared CUDA runtime (CUDA::cudart -> libcudart.so). rooftop's own
   # executables take the static one beside it where the toolkit has it, so that a build carried
   # to a GPU machine needs only the driver there (a CUDA 13 machine has no libcudart.so.11.0).
-  if(TARGET CUDA::cudart)
+  # Only where rooftop is the top-level project: the imported target is shared with every
+  # target of the build, and a parent's choice of runtime is its own.
+  if(ROOFTOP_IS_TOP_LEVEL AND ROOFTOP_BACKEND_UPPER STREQUAL "CUDA" AND TARGET CUDA::cudart)
     get_target_property(ROOFTOP_CUDART CUDA::cudart IMPORTED_LOCATION)
     get_filename_component(ROOFTOP_CUDART_DIR "${ROOFTOP_CUDART}" DIRECTORY)
     if(ROOFTOP_CUDART MATCHES "\\.so" AND EXISTS "${ROOFTOP_CUDART_DIR}/libcudart_static.a")
@@ -74,7 +94,7 @@ else()
   set(ROOFTOP_CXX_STANDARD 17)
 endif()
 
-if(ROOFTOP_IS_TOP_LEVEL AND (ROOFTOP_BUILD_HARNESS OR ROOFTOP_BUILD_BENCHMARKS))
+if(ROOFTOP_BUILD_HARNESS OR ROOFTOP_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
   find_package(nlohmann_json 3 REQUIRED)
   find_package(CLI11 REQUIRED)

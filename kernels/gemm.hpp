@@ -1050,8 +1050,10 @@ void gemm_checked(const Exec& exec, Trans ta, const A& a, Trans tb, const B& b, 
     detail::require_allocated("gemm", "B", b);
   }
   detail::require_distinct_elements("gemm", "C", c);
-  ROOFTOP_REQUIRE(!detail::overlap(a, c) && !detail::overlap(b, c), "gemm", "C overlaps A or B (C is ", shape_of(c),
-                  "): C is written while other tiles still read A and B");
+  ROOFTOP_REQUIRE(!detail::overlap(a, c), "gemm", "C overlaps A (C is ", shape_of(c), ", A is ", shape_of(a),
+                  "): C is written while other tiles still read A");
+  ROOFTOP_REQUIRE(!detail::overlap(b, c), "gemm", "C overlaps B (C is ", shape_of(c), ", B is ", shape_of(b),
+                  "): C is written while other tiles still read B");
   if (batch == 0 || m == 0 || n == 0) return;
   // K == 0 or alpha == 0: C = beta * C, as in BLAS, which then reads neither alpha (an Inf or
   // NaN alpha times the empty sum would make C NaN) nor A and B (a NaN there times 0 would).

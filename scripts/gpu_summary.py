@@ -39,6 +39,15 @@ def shape_str(shape):
     return "x".join(str(s) for s in shape)
 
 
+def error_label(e):
+    """An "errors" entry's op, dtype, shape and stage, where it has them (a ceilings entry has
+    only "during")."""
+    parts = [e["op"], e.get("dtype", ""), shape_str(e["shape"]) if "shape" in e else ""]
+    if e.get("during"):
+        parts.append("during " + e["during"])
+    return " ".join(p for p in parts if p)
+
+
 def check(lines, ok, what):
     lines.append(f"- [{'x' if ok else ' '}] {what}")
     return ok
@@ -115,7 +124,7 @@ def main():
                 "".join(f"; {r['op']} {r['dtype']} {shape_str(r['shape'])} not" for r in unverified[:8]))
     errors = report.get("errors", [])
     met &= check(out, not errors, "every planned instance ran" +
-                 "".join(f"; {e['op']} {e['dtype']} {shape_str(e['shape'])} failed: {e['error']}" for e in errors[:8]))
+                 "".join(f"; {error_label(e)} failed: {e['error']}" for e in errors[:8]))
     rounds = report.get("rounds", {})
     met &= check(out, rounds.get("completed", 0) >= rounds.get("planned", 1),
                  f"every round completed ({rounds.get('completed', '?')} of {rounds.get('planned', '?')})")

@@ -30,7 +30,9 @@ case "$what" in
 esac
 log="build/build-$preset.log"
 echo "[run] configuring and building ${targets[1]:-everything} (preset $preset, Kokkos from $kokkos_root; log in $log)" >&2
-cmake --preset "$preset" >/dev/null
+# Kokkos_DIR unset: a build folder configured with another Kokkos_ROOT before would keep the
+# Kokkos it found then (a cached <Package>_DIR wins over <Package>_ROOT).
+cmake --preset "$preset" -U Kokkos_DIR >/dev/null
 # Progress: one line per file compiled and binary linked; on failure, the log less those lines.
 status=0
 cmake --build --preset "$preset" -j "$(nproc)" ${targets[@]+"${targets[@]}"} 2>&1 | tee "$log" |

@@ -99,8 +99,14 @@ fi
 
 # --- 2. Kokkos -----------------------------------------------------------------------------------
 if [ -n "${Kokkos_ROOT:-}" ]; then
-  [ -e "$Kokkos_ROOT/lib/cmake/Kokkos/KokkosConfig.cmake" ] || [ -e "$Kokkos_ROOT/lib64/cmake/Kokkos/KokkosConfig.cmake" ] \
-    || { echo "setup.sh: Kokkos_ROOT=$Kokkos_ROOT holds no lib*/cmake/Kokkos/KokkosConfig.cmake" >&2; exit 1; }
+  # Where CMake's find_package looks under a prefix: lib, lib64, a multiarch lib/<triplet>
+  # (Debian's /usr) or share.
+  configs=("$Kokkos_ROOT"/lib/cmake/Kokkos/KokkosConfig.cmake "$Kokkos_ROOT"/lib64/cmake/Kokkos/KokkosConfig.cmake
+           "$Kokkos_ROOT"/lib/*/cmake/Kokkos/KokkosConfig.cmake "$Kokkos_ROOT"/share/cmake/Kokkos/KokkosConfig.cmake)
+  found=0
+  for config in "${configs[@]}"; do [ -e "$config" ] && found=1; done
+  [ "$found" = 1 ] \
+    || { echo "setup.sh: Kokkos_ROOT=$Kokkos_ROOT holds no lib*/cmake/Kokkos/KokkosConfig.cmake (nor lib/<triplet>/ or share/)" >&2; exit 1; }
   log "using Kokkos from Kokkos_ROOT=$Kokkos_ROOT"
   prefix="$Kokkos_ROOT"
 else

@@ -330,9 +330,10 @@ TEST_CASE("attention's memory is O(seq): 32768 keys, whose fp32 score matrix wou
 TEST_CASE("attention's check against float64 catches a result that left out one tile of keys among 32768") {
   // The float64 check's bound grows with the square root of the visible keys (see
   // reference::attention_row): a result computed without 32 or 128 of 32768 keys (a GPU's or
-  // a CPU's tile), first or last, is off by ~1e-4 per entry, above it; the complete result is
-  // within it. Eight query rows, head_dim 16.
-  const Dims n{1, 1, 8, 32768, 16};
+  // a CPU's tile), first or last, fails it in some of its rows (the harness checks 512); the
+  // complete result is within it (its error about 1e-3 of the bound here). Sixteen query rows,
+  // head_dim 16.
+  const Dims n{1, 1, 16, 32768, 16};
   const float scale = 0.25f;
   auto q = random_tensor<float>(1, 1, n.seq_q, n.head_dim);
   auto k = random_tensor<float>(1, 1, n.seq_k, n.head_dim);
@@ -356,10 +357,9 @@ TEST_CASE("attention's check against float64 catches a result that left out one 
       auto o_part = poisoned_tensor<float>(1, 1, n.seq_q, n.head_dim);
       rooftop::attention(Exec(), q, k_part, v_part, o_part, scale, false);
       const Host part = to_host(n, q, k, v, o_part);  // checked against all the keys
-      for (std::int64_t i = 0; i < n.seq_q; ++i) {
-        CAPTURE(i);
-        CHECK_FALSE(check_row<float>(part, scale, false, 0, 0, i, false).empty());
-      }
+      int failed = 0;
+      for (std::int64_t i = 0; i < n.seq_q; ++i) failed += !check_row<float>(part, scale, false, 0, 0, i, false).empty();
+      CHECK(failed > 0);  // (each row alone: off by 1.3-4.6x its bound, 64 rows of two runs)
     }
 }
 
