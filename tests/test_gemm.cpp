@@ -76,7 +76,9 @@ void check_gemm(Trans ta, const A& a, Trans tb, const B& b, const C& c, double a
 
 const std::vector<std::array<std::int64_t, 3>> shapes = {
     {1, 1, 1}, {13, 7, 29}, {97, 130, 300}, {200, 3, 5}, {3, 200, 513}, {0, 5, 3}, {5, 0, 3}, {6, 17, 0},
-    {40, 48, 64}};  // (the last: rows of 16 bytes' multiples, so the GPU drivers load whole tiles in 16-byte runs)
+    {40, 48, 64}, {256, 256, 96}};  // (the last two: rows of 16 bytes' multiples, so the GPU drivers load whole
+                                    // tiles in 16-byte runs: the small test tiles at 40 x 48 x 64, the
+                                    // library's own (128 x 128 on CUDA) at 256 x 256 x 96)
 
 /// Small tiles for running the GPU driver on the host: 1 x 1 teams (and 1 x 2 and 2 x 1, if
 /// the backend allows teams of two threads) with blocks that do not divide the test sizes, in
@@ -302,7 +304,7 @@ struct SmallCpuTiles {
   static constexpr int mr = 2, nr = 4, mc = 12, nc = 16, min_mc = 4, min_nc = 8, kc = 8;
 };
 
-TEST_CASE_TEMPLATE("gemm's CPU driver with small tiles, on the host", T, double, float, rooftop::bf16) {
+TEST_CASE_TEMPLATE("gemm's CPU driver with small tiles, on the host", T, double, float, rooftop::bf16, rooftop::fp16) {
   if constexpr (detail::on_host<Exec>) {
     for_each_case<T, Kokkos::LayoutRight, Kokkos::LayoutRight>(
         [&](Trans ta, const auto& a, Trans tb, const auto& b, std::int64_t m, std::int64_t n) {
@@ -368,8 +370,9 @@ TEST_CASE_TEMPLATE("gemm's matrix-unit driver (tensor-core tiles; emulated off G
   };
   check_driver<T>(run, OneTile{}, WarpsDown{}, WarpsAcross{}, RunsTile{});
   // An fp32 C, batched, with one tile per team, and with the library's own tiles (what gemm
-  // runs on GPUs) where the backend runs their teams (on the host, 8 threads).
-  const std::int64_t batch = 2, m = 130, n = 129, k = 70;
+  // runs on GPUs) where the backend runs their teams (on the host, 8 threads); m and k
+  // multiples of 8, so whole tiles of op(A) load in 16-byte runs.
+  const std::int64_t batch = 2, m = 256, n = 129, k = 96;
   Kokkos::View<T***, Kokkos::LayoutRight, BackendMemory> a("a", batch, k, m), b("b", batch, n, k);
   Kokkos::View<float***, Kokkos::LayoutRight, BackendMemory> c("c", batch, m, n);
   fill_uniform(Exec(), test::flat(a), test::next_seed(), -1, 1);
