@@ -1,18 +1,33 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Installs the rooftop build into a scratch prefix, then configures, builds and runs the consumer.
-set(prefix "${ROOFTOP_BUILD}/consumer-test/prefix")
-set(build "${ROOFTOP_BUILD}/consumer-test/build")
-file(REMOVE_RECURSE "${ROOFTOP_BUILD}/consumer-test")
+# Builds and runs a consumer of rooftop, one of two ways:
+# - without PARENT_SOURCE: installs the rooftop build into a scratch prefix, then configures,
+#   builds and runs the consumer project in CONSUMER_SOURCE (find_package(rooftop));
+# - with PARENT_SOURCE: configures, builds and runs that parent project, which adds rooftop's
+#   source tree (ROOFTOP_SOURCE) with add_subdirectory beside the Kokkos package rooftop's build
+#   found (KOKKOS_DIR). ROOFTOP_BACKEND is set to a backend that Kokkos may lack
+#   (OTHER_BACKEND): it names what rooftop's own executables run on, and a parent builds none,
+#   so it must not stop the configure.
 function(step)
   execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "consumer test step failed (${rc}): ${ARGV}")
   endif()
 endfunction()
-step(${CMAKE_COMMAND} --install "${ROOFTOP_BUILD}" --prefix "${prefix}" --component Unspecified)
-# Kokkos is not named here (nor in the environment): the installed package finds the one
-# rooftop was built against.
-step(${CMAKE_COMMAND} -E env --unset=Kokkos_ROOT --unset=Kokkos_DIR ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE}" -B "${build}"
-     -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX}")
+if(PARENT_SOURCE)
+  set(build "${ROOFTOP_BUILD}/consumer-subdirectory")
+  file(REMOVE_RECURSE "${build}")
+  step(${CMAKE_COMMAND} -E env --unset=Kokkos_ROOT ${CMAKE_COMMAND} -S "${PARENT_SOURCE}" -B "${build}"
+       -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_COMPILER=${CXX}" "-DKokkos_DIR=${KOKKOS_DIR}"
+       "-DROOFTOP_SOURCE=${ROOFTOP_SOURCE}" "-DROOFTOP_BACKEND=${OTHER_BACKEND}")
+else()
+  set(prefix "${ROOFTOP_BUILD}/consumer-test/prefix")
+  set(build "${ROOFTOP_BUILD}/consumer-test/build")
+  file(REMOVE_RECURSE "${ROOFTOP_BUILD}/consumer-test")
+  step(${CMAKE_COMMAND} --install "${ROOFTOP_BUILD}" --prefix "${prefix}" --component Unspecified)
+  # Kokkos is not named here (nor in the environment): the installed package finds the one
+  # rooftop was built against.
+  step(${CMAKE_COMMAND} -E env --unset=Kokkos_ROOT --unset=Kokkos_DIR ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE}" -B "${build}"
+       -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX}")
+endif()
 step(${CMAKE_COMMAND} --build "${build}")
 step("${build}/consumer")
