@@ -12,9 +12,12 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +36,55 @@ inline std::uint64_t next_seed() {
   static std::uint64_t counter = 0;
   return hash64(run_seed(), counter++);
 }
+
+/// The peak, while one lives, of the bytes Kokkos has allocated since it was made less those
+/// it has freed, in every memory space (device memory, team scratch and host Views alike), and
+/// the labels of what it allocated, counted through Kokkos Tools' allocation callbacks, which it
+/// installs in place of any a tool had set, restoring those after. (Memory Kokkos keeps between
+/// calls, such as a GPU's team scratch, counts where it grows.)
+class KokkosAllocations {
+ public:
+  KokkosAllocations() : saved_(Kokkos::Tools::Experimental::get_callbacks()) {
+    live = peak = 0;
+    {
+      const std::lock_guard<std::mutex> lock(labels_mutex());
+      labels().clear();
+    }
+    Kokkos::Tools::Experimental::set_allocate_data_callback(allocated);
+    Kokkos::Tools::Experimental::set_deallocate_data_callback(freed);
+  }
+  ~KokkosAllocations() { Kokkos::Tools::Experimental::set_callbacks(saved_); }
+  KokkosAllocations(const KokkosAllocations&) = delete;
+  KokkosAllocations& operator=(const KokkosAllocations&) = delete;
+  std::int64_t peak_bytes() const { return peak; }
+  /// Whether something labelled `label` was allocated while this one lived.
+  bool allocated(const std::string& label) const {
+    const std::lock_guard<std::mutex> lock(labels_mutex());
+    return labels().count(label) != 0;
+  }
+
+ private:
+  static void allocated(const Kokkos_Profiling_SpaceHandle, const char* label, const void*, const std::uint64_t bytes) {
+    const std::int64_t now = live += static_cast<std::int64_t>(bytes);
+    for (std::int64_t top = peak; now > top && !peak.compare_exchange_weak(top, now);) {
+    }
+    const std::lock_guard<std::mutex> lock(labels_mutex());
+    labels().insert(label ? label : "");
+  }
+  static void freed(const Kokkos_Profiling_SpaceHandle, const char*, const void*, const std::uint64_t bytes) {
+    live -= static_cast<std::int64_t>(bytes);
+  }
+  static std::set<std::string>& labels() {
+    static std::set<std::string> seen;
+    return seen;
+  }
+  static std::mutex& labels_mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static inline std::atomic<std::int64_t> live{0}, peak{0};
+  Kokkos::Tools::Experimental::EventSet saved_;
+};
 
 /// Sizes every op is tested at: empty, one, small odd, not a multiple of any block/lane/team
 /// size, and large.

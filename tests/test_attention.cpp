@@ -13,7 +13,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -164,35 +163,6 @@ long peak_rss_kib() {
   return usage.ru_maxrss;  // KiB on Linux
 }
 
-/// The peak, while one lives, of the bytes Kokkos has allocated since it was made less those
-/// it has freed, in every memory space (device memory, team scratch and host Views alike),
-/// counted through Kokkos Tools' allocation callbacks, which it installs in place of any a tool
-/// had set, restoring those after. The peak resident set above sees only host memory. (Memory
-/// Kokkos keeps between calls, such as a GPU's team scratch, counts where it grows.)
-class KokkosAllocations {
- public:
-  KokkosAllocations() : saved_(Kokkos::Tools::Experimental::get_callbacks()) {
-    live = peak = 0;
-    Kokkos::Tools::Experimental::set_allocate_data_callback(allocated);
-    Kokkos::Tools::Experimental::set_deallocate_data_callback(freed);
-  }
-  ~KokkosAllocations() { Kokkos::Tools::Experimental::set_callbacks(saved_); }
-  KokkosAllocations(const KokkosAllocations&) = delete;
-  KokkosAllocations& operator=(const KokkosAllocations&) = delete;
-  std::int64_t peak_bytes() const { return peak; }
-
- private:
-  static void allocated(const Kokkos_Profiling_SpaceHandle, const char*, const void*, const std::uint64_t bytes) {
-    const std::int64_t now = live += static_cast<std::int64_t>(bytes);
-    for (std::int64_t top = peak; now > top && !peak.compare_exchange_weak(top, now);) {
-    }
-  }
-  static void freed(const Kokkos_Profiling_SpaceHandle, const char*, const void*, const std::uint64_t bytes) {
-    live -= static_cast<std::int64_t>(bytes);
-  }
-  static inline std::atomic<std::int64_t> live{0}, peak{0};
-  Kokkos::Tools::Experimental::EventSet saved_;
-};
 
 }  // namespace
 
@@ -211,6 +181,31 @@ TEST_CASE_TEMPLATE("attention matches float64 over sequence lengths and head dim
   run_and_check<T>(Dims{1, 2, 130, 130, 200}, 0.07f, true);
   run_and_check<T>(Dims{1, 1, 69, 130, attention_max_head_dim}, 0.0625f, false);
   run_and_check<T>(Dims{1, 1, 130, 130, attention_max_head_dim}, 0.0625f, true);
+}
+
+TEST_CASE_TEMPLATE("attention on padded LayoutRight Views (Kokkos::AllowPadding) matches float64", T, ROOFTOP_ML_DTYPES) {
+  // Kokkos pads a LayoutRight View's outermost stride to a multiple of 64 bytes: here each
+  // batch entry's heads x seq x head_dim (3 x 69 x 13, 3 x 77 x 13 elements) is followed by a
+  // gap, so the kernels must step batches by the View's stride, not by the product of extents.
+  const Dims n{2, 3, 69, 77, 13};
+  auto padded = [](const Tensor<T>& t) {
+    Tensor<T> p(Kokkos::view_alloc("rooftop::test::padded", Kokkos::AllowPadding), t.extent(0), t.extent(1), t.extent(2), t.extent(3));
+    Kokkos::deep_copy(p, t);
+    return p;
+  };
+  for (const bool causal : {false, true}) {
+    CAPTURE(causal);
+    auto q = random_tensor<T>(n.batch, n.heads, n.seq_q, n.head_dim), k = random_tensor<T>(n.batch, n.heads, n.seq_k, n.head_dim),
+         v = random_tensor<T>(n.batch, n.heads, n.seq_k, n.head_dim);
+    auto o = poisoned_tensor<T>(n.batch, n.heads, n.seq_q, n.head_dim);
+    const auto qp = padded(q), kp = padded(k), vp = padded(v), op = padded(o);
+    REQUIRE(qp.stride(0) > static_cast<std::size_t>(n.heads * n.seq_q * n.head_dim));
+    REQUIRE(kp.stride(0) > static_cast<std::size_t>(n.heads * n.seq_k * n.head_dim));
+    rooftop::attention(Exec(), qp, kp, vp, op, 0.3f, causal);
+    Kokkos::deep_copy(o, op);
+    check_all<T>(to_host(n, q, k, v, o), 0.3f, causal,
+                 detail::attention_uses_matrix_units<Exec, T>(n.head_dim) || detail::attention_uses_bf16_pairs<Exec, T>);
+  }
 }
 
 TEST_CASE_TEMPLATE("attention's portable driver (hosts without AVX2, GPUs without matrix units) matches float64", T,
@@ -305,7 +300,7 @@ TEST_CASE("attention's memory is O(seq): 32768 keys, whose fp32 score matrix wou
   const long before = peak_rss_kib();
   std::int64_t kokkos_bytes = 0;
   {
-    const KokkosAllocations allocations;
+    const test::KokkosAllocations allocations;
     rooftop::attention(Exec(), q, k, v, o, 0.25f, false);
     Kokkos::fence();
     kokkos_bytes = allocations.peak_bytes();
@@ -315,7 +310,7 @@ TEST_CASE("attention's memory is O(seq): 32768 keys, whose fp32 score matrix wou
   CHECK_MESSAGE(kokkos_bytes < std::int64_t{64} << 20, "Kokkos allocated up to ", kokkos_bytes, " bytes more");
   // The counter sees what an op allocates: a View of the score matrix's first 256 rows, 32 MiB.
   {
-    const KokkosAllocations allocations;
+    const test::KokkosAllocations allocations;
     Kokkos::View<float**, BackendMemory> rows("rows", 256, n.seq_k);
     CHECK(allocations.peak_bytes() >= std::int64_t{32} << 20);
   }

@@ -525,6 +525,17 @@ TEST_CASE("gemm: mismatched extents are an error naming them") {
                          "gemm: C is 2x65536x32768 but spans 0 elements: its memory was sized in 32-bit arithmetic (Kokkos 3.4, "
                          "Views of rank 3 and more)",
                          rooftop::Error);
+    // The same View as A, then as B: refused before any read of it.
+    const Kokkos::View<float***, BackendMemory> b1("b", 2, 32768, 1), c1("c", 2, 65536, 1);
+    CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, wrapped, Trans::none, b1, c1),
+                         "gemm: A is 2x65536x32768 but spans 0 elements: its memory was sized in 32-bit arithmetic (Kokkos 3.4, "
+                         "Views of rank 3 and more)",
+                         rooftop::Error);
+    const Kokkos::View<float***, BackendMemory> a1("a", 2, 1, 65536), c2("c", 2, 1, 32768);
+    CHECK_THROWS_WITH_AS(gemm(Exec(), Trans::none, a1, Trans::none, wrapped, c2),
+                         "gemm: B is 2x65536x32768 but spans 0 elements: its memory was sized in 32-bit arithmetic (Kokkos 3.4, "
+                         "Views of rank 3 and more)",
+                         rooftop::Error);
   }
 }
 

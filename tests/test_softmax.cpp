@@ -232,7 +232,11 @@ TEST_CASE_TEMPLATE("softmax of rows cut into pieces across threads (host, fewer 
     CAPTURE(cols);
     auto x = test::random_matrix<T>(1, cols, -10, 10);
     auto y = test::poisoned_matrix<T>(1, cols);
-    rooftop::softmax(Exec(), x, y);
+    {
+      const test::KokkosAllocations allocations;
+      rooftop::softmax(Exec(), x, y);
+      CHECK(allocations.allocated("rooftop::softmax_split") == (compat::concurrency(Exec()) > 1));
+    }
     check_softmax<T>(host(x), cols, host(y));
     // The max only past the middle (in the last piece on two threads), 1e4 above the rest.
     std::vector<float> v(cols);

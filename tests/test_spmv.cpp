@@ -209,6 +209,7 @@ TEST_CASE_TEMPLATE("spmv: strided x and y", T, ROOFTOP_DTYPES) {
     CAPTURE(r);
     CHECK(std::abs(hy[3 * r + 2] - ref.want[r]) <= reference::spmv_tolerance<T>(ref.want[r], ref.scale[r], ref.length[r]));
     CHECK(std::isnan(hy[3 * r]));  // the other columns untouched
+    CHECK(std::isnan(hy[3 * r + 1]));
   }
 }
 

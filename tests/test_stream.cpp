@@ -199,6 +199,23 @@ TEST_CASE("copy moves integer values exactly (plain and streaming stores)") {
   }
 }
 
+TEST_CASE("inputs of another type are converted to the output's compute type first (documented)") {
+  // fp64 into fp32: 1 + 2^-30 is rounded to 1 before the add.
+  test::Vector<double> a("a", 1), b("b", 1);
+  Kokkos::deep_copy(a, 1.0 + 0x1p-30);
+  Kokkos::deep_copy(b, -1.0);
+  test::Vector<float> z("z", 1);
+  rooftop::add(Exec(), a, b, z);
+  CHECK(host(z)[0] == 0.0);
+  // fp64 scaled by 1 into bf16, through fp32: 1 + 2^-8 + 2^-30 becomes the tie 1 + 2^-8, which
+  // rounds to even (1); bf16(double) rounds once, up to 1 + 2^-7.
+  Kokkos::deep_copy(a, 1.0 + 0x1p-8 + 0x1p-30);
+  test::Vector<bf16> y("y", 1);
+  rooftop::scale(Exec(), 1.0, a, y);
+  CHECK(host(y)[0] == 1.0);
+  CHECK(static_cast<float>(bf16(1.0 + 0x1p-8 + 0x1p-30)) == 1.0f + 0x1p-7f);
+}
+
 TEST_CASE("default execution space overloads") {
   auto x = test::random_vector<float>(100), y = test::poisoned_vector<float>(100);
   rooftop::copy(x, y);
