@@ -280,9 +280,14 @@ double measure_peak(const Exec& exec, bool quick, const Run& run) {
   return flops / t.seconds_min * 1e-9;
 }
 
+/// Host: 64 work items per thread. GPU: 4 per resident thread (concurrency: SMs x 2048 on an
+/// H100), a few waves of 8 chains per thread. 64 per thread there made each run at the
+/// starting 1000 iterations about 5 s (FP32) and 8.5 s (FP64) on an H100, a minute of
+/// ceilings before the sweep and again after each round; 4 make it about 0.3 and 0.5 s.
 template <class Exec, class T>
 double measure_peak_gflops(const Exec& exec, bool quick) {
-  const std::int64_t items = std::max(1, compat::concurrency(exec)) * 64;
+  constexpr int per_thread = rooftop::detail::ReductionShape<Exec, T>::gpu ? 4 : 64;
+  const std::int64_t items = std::int64_t{std::max(1, compat::concurrency(exec))} * per_thread;
   Kokkos::View<T*, typename Exec::memory_space> out("rooftop::peak_out", items);
   return measure_peak(exec, quick, [&](int iters) { return run_fma_chains(exec, out, iters); });
 }

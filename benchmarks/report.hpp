@@ -154,8 +154,13 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
   const double W = 980, H = 620, left = 80, right = 700, top = 50, bottom = 560;
   double x_min = 1.0 / 64, x_max = 64, y_min = 0.1, y_max = 1;
   y_max = std::max({c.peak_gflops_fp32, c.peak_gflops_fp64, c.peak_gflops_bf16_matrix, c.peak_gflops_fp16_matrix, 1.0}) * 3;
+  // A point needs a positive, finite intensity and rate on log axes (an op of FLOPs and no
+  // bytes, or a zero time, would have none): others are left off the plot.
+  auto plotted = [](const Result& r) {
+    return r.cost.flops > 0 && r.cost.bytes > 0 && std::isfinite(r.cost.ai()) && std::isfinite(r.gflops) && r.gflops > 0;
+  };
   for (const auto& r : results)
-    if (r.cost.flops > 0) {
+    if (plotted(r)) {
       x_min = std::min(x_min, r.cost.ai() / 2);
       x_max = std::max(x_max, r.cost.ai() * 2);
       y_min = std::min(y_min, r.gflops / 2);
@@ -243,6 +248,7 @@ inline std::string to_svg(const SystemInfo& s, const Ceilings& c, const std::vec
       }
       continue;
     }
+    if (!plotted(r)) continue;
     auto it = std::find(names.begin(), names.end(), r.op);
     if (it == names.end()) it = names.insert(names.end(), r.op);
     const char* color = colors[(it - names.begin()) % 8];

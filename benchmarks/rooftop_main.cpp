@@ -190,14 +190,15 @@ nlohmann::json fusion_summary(const std::vector<Result>& results, const std::map
     for (const Result& unfused : results) {
       if (unfused.op != "chain_unfused" || unfused.dtype != fused.dtype || unfused.shape != fused.shape) continue;
       const double speedup = unfused.timing.seconds_min / fused.timing.seconds_min;
+      const bool verified = unfused.verified && fused.verified;  // the sweep's results of both
       std::printf("  fusion, bias + GELU + dropout, %s: %.1f MB in %.0f us unfused, %.1f MB in %.0f us fused: "
-                  "%.0f%% fewer bytes, %.2fx faster\n",
+                  "%.0f%% fewer bytes, %.2fx faster%s\n",
                   dtype_and_shape(fused).c_str(), unfused.cost.bytes / 1e6, unfused.timing.seconds_min * 1e6,
                   fused.cost.bytes / 1e6, fused.timing.seconds_min * 1e6, 100 * (1 - fused.cost.bytes / unfused.cost.bytes),
-                  speedup);
+                  speedup, verified ? "" : " (NOT verified)");
       nlohmann::json entry = {{"dtype", dtype_name(fused.dtype)}, {"shape", fused.shape}, {"unfused_bytes", unfused.cost.bytes},
                               {"fused_bytes", fused.cost.bytes}, {"unfused_seconds_min", unfused.timing.seconds_min},
-                              {"fused_seconds_min", fused.timing.seconds_min}, {"speedup", speedup}};
+                              {"fused_seconds_min", fused.timing.seconds_min}, {"speedup", speedup}, {"verified", verified}};
       const auto paired = side_by_side.find(dtype_and_shape(fused));
       if (paired != side_by_side.end()) {
         const Alternation& t = paired->second.timing;
@@ -493,7 +494,7 @@ int run(Options opt, int& argc, char** argv) {
       }
     }
     if (!keep_error.empty()) throw std::runtime_error(keep_error + ", so this run's report is not written over it");
-    write_files({{json_path, report.dump(2) + "\n"}, {csv_path, to_csv(done)}, {svg_path, to_svg(sys, ceilings, done)}});
+    write_files({{json_path, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"}, {csv_path, to_csv(done)}, {svg_path, to_svg(sys, ceilings, done)}});
   };
   // Best-of-many, like STREAM, and spread over rounds: on a shared machine the bandwidth
   // drifts by tens of percent over seconds, so the samples of each op are taken in several

@@ -146,7 +146,7 @@ namespace detail {
 /// GELU erf form's fit of erfc (W. H. Press et al., Numerical Recipes, erfcc: erfc(a) = t
 /// exp(-a^2 + sum c_k t^k) for t = 1 / (1 + a/2), a >= 0) in the variables gelu_erf takes for
 /// a = |x| / sqrt 2: b = |x| sqrt(log2(e) / 2), so that b^2 = a^2 log2 e, and h = 1 / (d + b),
-/// d = 2 sqrt(log2 e), so that t = 2 sqrt(log2 e) h. The c_k become c_k 2^k log2(e)^((k+1)/2),
+/// d = 2 sqrt(log2 e), so that t = 2 sqrt(log2 e) h. The c_k become c_k 2^k log2(e)^((k+2)/2),
 /// rounded to float, c_0 plus log2(sqrt(log2 e)), so that erfc(a) / 2 = h 2^(P(h) - b^2).
 /// Named for the host's vector form (backends/cpu/exp_vectors.hpp).
 struct GeluErfPoly {

@@ -105,7 +105,7 @@ inline constexpr bool activation_pairs =
 #endif
 
 /// y(i) = f(x(i)) for contiguous rank-1 x and y of T on an AVX-512 or AVX2 host, a register of
-/// lanes at a time (F::lanes; map_lines), in 32 KB chunks, streamed where `stores` and the size
+/// lanes at a time (F::lanes; map_line_registers), in 32 KB chunks, streamed where `stores` and the size
 /// say so; false, and nothing done, where a View is strided. Against map_inputs' path (GCC's
 /// vectorization of the portable functions), one process alternating, 2 threads, Zen 5 VM,
 /// median GB/s: gelu bf16 2^26 22 -> 31, silu bf16 26 -> 35, gelu fp32 2^18 (in L2) 70-72 ->

@@ -9,7 +9,9 @@
 /// Rank-1 Views of double, float, bf16 or fp16 (any layout); arithmetic in compute_t of the
 /// output's type (fp64 for fp64, fp32 otherwise), rounded once to it. Inputs of another type
 /// are converted to that first: fp64 inputs into an fp32 output are rounded to fp32 before the
-/// add (add of {1 + 2^-30} and {-1} into fp32 gives 0). An output may be an
+/// add (add of {1 + 2^-30} and {-1} into fp32 gives 0), and fp64 inputs into a bf16 or fp16
+/// output through fp32 too, so they are rounded twice (unlike bf16(double): scale by 1 of
+/// {1 + 2^-8 + 2^-30} into bf16 gives 1, bf16(double) 1 + 2^-7). An output may be an
 /// input (the same View: every element is read and written at the same index); one that
 /// overlaps an input in part throws (detail::require_in_place_or_apart). Empty Views are fine.
 #pragma once

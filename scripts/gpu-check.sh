@@ -6,13 +6,16 @@
 #
 #   scripts/gpu-check.sh [--bin DIR] [--out DIR] STEP [args...]
 #
-#   tests [binaries...]        every test binary (or those named), pass/fail -> tests.log
+#   tests [binaries...]        every test binary (or those named), pass/fail -> tests.log (each
+#                              stopped after GPU_CHECK_TEST_TIMEOUT seconds, default 300: FAIL)
 #   sanitizer [binaries...]    the same under compute-sanitizer -> sanitizer.log (memcheck;
 #                              SANITIZER_TOOL=racecheck: shared-memory races -> sanitizer-racecheck.log)
 #   roofline [rooftop args...] the harness -> report.json, report.csv, roofline.svg
-#   references [--ops a,b]     PyTorch on the report's shapes -> references.json
+#   references [--ops a,b]     PyTorch on the report's shapes -> references.json (on the GPU: it
+#                              fails where PyTorch sees none, rather than time the CPU)
 #   summary                    ceilings, rooftop beside PyTorch, targets -> summary.md
-#   all                        the five in turn (tens of minutes: the sanitizer is slow)
+#   all                        tests, roofline, references, sanitizer, summary (tens of minutes:
+#                              the sanitizer is slow, so it comes after the measurements)
 #   profile REGEX [rooftop args]  Nsight Compute on two launches of the kernels whose mangled
 #                              names match REGEX (e.g. SoftmaxRegisterRows) in `rooftop --quick
 #                              ARGS`, the GPU's clocks left as they are -> profile.txt
@@ -23,7 +26,8 @@
 #                              choices of one build (e.g. build/cuda/bin,ROOFTOP_ROW_VALUES=16)
 #
 # --bin: the binaries (default build/cuda/bin). --out: the results (default
-# docs/results/<gpu-name>, e.g. docs/results/nvidia-h100-80gb-hbm3). Each step records its
+# docs/results/<gpu-name>, e.g. docs/results/nvidia-h100-80gb-hbm3). Relative paths are taken
+# from the repository's root. Each step records its
 # outcome in <out>/status.txt, which the summary shows; the exit status is 1 where a step of
 # this call failed (summary: a target not met or not measured). Steps are separate so each fits a
 # time-limited session; run them in this order. PYTHON names the Python with PyTorch (default
@@ -35,8 +39,10 @@ out=
 python="${PYTHON:-python3}"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
+    --bin|--out)
+      [ $# -ge 2 ] || { echo "gpu-check: $1 needs a folder" >&2; exit 2; }
+      if [ "$1" = --bin ]; then bin=$2; else out=$2; fi
+      shift 2 ;;
     *) break ;;
   esac
 done
@@ -44,7 +50,7 @@ step="${1:-}"
 [ $# -gt 0 ] && shift
 case "$step" in
   tests|sanitizer|roofline|references|summary|all|profile|ab) ;;
-  *) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '3,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 if [ -z "$out" ]; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
@@ -86,9 +92,19 @@ run_tests() {
     count=$((count + 1))
     echo "[gpu-check] $name: $(basename "$t")" >&2
     local start=$SECONDS rc=0
-    if [ -x "$t" ]; then "${wrapper[@]}" "$t" >> "$log" 2>&1 || rc=$?; else echo "no such binary: $t" >> "$log"; rc=127; fi
+    # A binary that hangs (or a sanitizer run too slow for the slot) fails alone, not the step.
+    if [ -x "$t" ]; then
+      timeout "${GPU_CHECK_TEST_TIMEOUT:-300}" "${wrapper[@]}" "$t" >> "$log" 2>&1 || rc=$?
+    else
+      echo "no such binary: $t" >> "$log"
+      rc=127
+    fi
     echo "== $(basename "$t"): exit $rc in $((SECONDS - start)) s" >> "$log"
-    [ $rc -eq 0 ] || failed+=("$(basename "$t") (exit $rc)")
+    if [ $rc -eq 124 ]; then
+      failed+=("$(basename "$t") (stopped after ${GPU_CHECK_TEST_TIMEOUT:-300} s)")
+    elif [ $rc -ne 0 ]; then
+      failed+=("$(basename "$t") (exit $rc)")
+    fi
   done
   if [ ${#failed[@]} -eq 0 ]; then
     status "$name" "PASS, $count binaries ($log)"
@@ -114,7 +130,7 @@ do_step() {
     references)
       shift
       local rc=0
-      "$python" scripts/gpu_references.py "$out/report.json" "$out/references.json" "$@" 2>&1 | tee "$out/references.log" || rc=$?
+      "$python" scripts/gpu_references.py --device cuda "$out/report.json" "$out/references.json" "$@" 2>&1 | tee "$out/references.log" || rc=$?
       [ $rc -eq 0 ] && status references "PASS ($out/references.json)" || status references "FAIL: exit $rc ($out/references.log)" ;;
     summary) "$python" scripts/gpu_summary.py "$out" || failed_steps=$((failed_steps + 1)) ;;
     profile)
@@ -133,6 +149,14 @@ do_step() {
       [ $# -ge 2 ] || { echo "gpu-check: ab OLD_BIN_DIR NEW_BIN_DIR [rooftop args]" >&2; exit 2; }
       local old=$1 new=$2 rc=0 run side dir settings
       shift 2
+      # Settings after a folder are NAME=VALUE (env would run any other word as the program).
+      for side in "$old" "$new"; do
+        [ "${side%%,*}" = "$side" ] && continue
+        IFS=, read -ra settings <<< "${side#*,}"
+        for s in "${settings[@]}"; do
+          case "$s" in *=*) ;; *) echo "gpu-check: ab: '$s' is not a NAME=VALUE setting" >&2; exit 2 ;; esac
+        done
+      done
       mkdir -p "$out/ab"
       # Alternated, so that a drift of the machine (clocks, temperature) falls on both builds.
       for run in old1 new1 new2 old2; do
@@ -140,6 +164,7 @@ do_step() {
         [ "${run%?}" = new ] && side=$new
         dir=${side%%,*} settings=()
         [ "$dir" = "$side" ] || IFS=, read -ra settings <<< "${side#*,}"
+        rm -rf "${out:?}/ab/$run"  # a run that dies before writing must not leave an earlier call's report
         echo "[gpu-check] ab: $run (${settings[*]:-} $dir/rooftop)" >&2
         env "${settings[@]}" "$dir/rooftop" --out "$out/ab/$run" "$@" > "$out/ab/$run.log" 2>&1 || rc=$?
       done
@@ -169,7 +194,7 @@ PY
 }
 
 if [ "$step" = all ]; then
-  for s in tests sanitizer roofline references summary; do do_step "$s"; done
+  for s in tests roofline references sanitizer summary; do do_step "$s"; done
 else
   do_step "$step" "$@"
 fi

@@ -23,6 +23,7 @@ is timed and its `torch_call` says so.
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -120,14 +121,22 @@ def setup(op, shape, dtype, device):
 
 
 class Timer:
-    """Seconds of one call: CUDA events on the current stream, or a synchronized wall clock."""
+    """Seconds of one call: CUDA events on the current stream, or a synchronized wall clock.
+    On the GPU the start event is queued behind a short device-side sleep (about 0.3 ms), so
+    that Python's and PyTorch's dispatch of the call (tens of microseconds, more than a Kokkos
+    launch) happens while the GPU is still busy and is not timed: small problems (gemm at
+    n = 512 runs about 10 us) would otherwise be compared by their host overheads. rooftop's
+    own times include its launch, so the comparison leans against rooftop, not for it."""
 
     def __init__(self, device):
         self.cuda = device.startswith("cuda")
+        self.sleep = getattr(torch.cuda, "_sleep", None) if self.cuda else None
 
     def __call__(self, f):
         if self.cuda:
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if self.sleep is not None:
+                self.sleep(500_000)  # GPU clock cycles
             start.record()
             f()
             stop.record()
@@ -167,6 +176,9 @@ def main():
     ap.add_argument("--reps", type=int, default=25)
     ap.add_argument("--min-seconds", type=float, default=0.25)
     args = ap.parse_args()
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit(f"gpu_references: --device {args.device}, but PyTorch {torch.__version__} sees no CUDA device "
+                 "(a CPU-only build, or one too old for the driver?)")
 
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 GEMM against fp32 SGEMM, not TF32
     torch.backends.cudnn.allow_tf32 = False
@@ -184,6 +196,11 @@ def main():
     out["d2d_copy_gbs"] = d2d_copy_gbs(timer, args.device, args.reps, args.min_seconds)
     print(f"[references] device-to-device copy {out['d2d_copy_gbs']:.1f} GB/s", file=sys.stderr)
 
+    def save():  # after every op, so that a run stopped part way keeps what it timed
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(out, f, indent=1)
+        os.replace(args.out + ".tmp", args.out)
+
     for res in report["ops"]:
         op, dtype, shape = res["op"], res["dtype"], res["shape"]
         if (wanted and op not in wanted) or dtype not in DTYPES:
@@ -195,9 +212,10 @@ def main():
                 continue
             entry["torch_call"], call = made
             entry["seconds_min"], entry["seconds_median"] = time_call(timer, call, args.reps, args.min_seconds)
-        except (RuntimeError, TypeError, NotImplementedError) as e:  # e.g. a dtype this PyTorch lacks on this device
-            entry["error"] = str(e).splitlines()[0]
+        except Exception as e:  # e.g. a dtype this PyTorch lacks on this device, or out of memory
+            entry["error"] = (str(e).splitlines() or [type(e).__name__])[0]
             out["ops"].append(entry)
+            save()
             print(f"[references] {op} {dtype} {shape}: {entry['error']}", file=sys.stderr)
             continue
         finally:
@@ -209,11 +227,11 @@ def main():
         entry["rooftop_seconds_min"] = res["seconds_min"]
         entry["rooftop_vs_torch"] = entry["seconds_min"] / res["seconds_min"]  # > 1: rooftop faster
         out["ops"].append(entry)
+        save()
         print(f"[references] {op:10s} {dtype} {'x'.join(map(str, shape)):>22s}: torch {entry['gbs']:8.1f} GB/s "
               f"{entry['gflops']:9.1f} GFLOP/s, rooftop/torch {entry['rooftop_vs_torch']:.2f}x", file=sys.stderr)
 
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
+    save()
     print(f"[references] wrote {args.out}", file=sys.stderr)
 
 

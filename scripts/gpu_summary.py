@@ -68,6 +68,11 @@ def main():
         stale_refs = (f"references.json was made from the report of {refs.get('report_timestamp', 'an unrecorded time')}, "
                       f"not this one ({report['system'].get('timestamp')}): run the references step again")
         refs = None
+    # And on the report's GPU: PyTorch on the CPU (or another GPU) is no reference for it.
+    if refs is not None and not report["system"].get("device", "").startswith(refs.get("device") or "?"):
+        stale_refs = (f"references.json was timed on {refs.get('device') or 'an unrecorded device'}, not the report's "
+                      f"{report['system'].get('device', '?')}: run the references step on the GPU")
+        refs = None
     status_path = os.path.join(d, "status.txt")
     status = open(status_path).read().strip().splitlines() if os.path.exists(status_path) else []
 

@@ -140,6 +140,9 @@ else
       # PTX compiled by the driver ("running kernels compiled for compute capability 8.0 on
       # device with compute capability 9.0 is not supported", seen on an H100 on 2026-11-26).
       export NVCC_APPEND_FLAGS="-gencode=arch=compute_90,code=sm_90${NVCC_APPEND_FLAGS:+ $NVCC_APPEND_FLAGS}"
+      # nvcc_wrapper prefers $CUDA_ROOT/bin/nvcc to the one on PATH: this Kokkos is built with
+      # Debian's CUDA 11.8 (a newer toolkit cannot build Kokkos 3.4), whatever CUDA_ROOT says.
+      unset CUDA_ROOT
       flags=(-DCMAKE_CXX_COMPILER="$src/bin/nvcc_wrapper" -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON
              -DKokkos_ENABLE_CUDA_CONSTEXPR=ON -DKokkos_ENABLE_OPENMP=ON -DKokkos_ARCH_AMPERE80=ON -DCMAKE_CXX_FLAGS=-arch=sm_80)
       what="CUDA 11.8 (sm_80, sm_90) + OpenMP"

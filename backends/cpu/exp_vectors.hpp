@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// \file
 /// core/math.hpp's exp2 and the gates built on it, sixteen fp32 lanes at a time with AVX-512 and
-/// eight with AVX2, the same values bit for bit. With AVX-512 the rounding of the argument and
-/// the scaling by 2^n are one instruction each (vrndscaleps, vscalefps), where GCC's
+/// eight with AVX2, the same values bit for bit. With AVX-512 the reduction of the argument and
+/// the scaling by 2^n are one instruction each (vreduceps with AVX512DQ, else vrndscaleps and a
+/// subtract; vscalefps), where GCC's
 /// vectorization of the portable form takes five (adding and subtracting a rounding constant,
 /// a shift, an integer add, a multiply). vscalefps multiplies by 2^n exactly as
 /// math::detail::scale_by_pow2 does, and rounding to nearest is what the portable form's
