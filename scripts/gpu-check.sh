@@ -147,7 +147,7 @@ do_step() {
     ab)
       shift
       [ $# -ge 2 ] || { echo "gpu-check: ab OLD_BIN_DIR NEW_BIN_DIR [rooftop args]" >&2; exit 2; }
-      local old=$1 new=$2 rc=0 run side dir settings
+      local old=$1 new=$2 rc=0 run side dir settings s
       shift 2
       # Settings after a folder are NAME=VALUE (env would run any other word as the program).
       for side in "$old" "$new"; do
