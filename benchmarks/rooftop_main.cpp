@@ -667,7 +667,7 @@ int main(int argc, char** argv) {
   std::string op_list;
   for (const auto& s : op_table()) op_list += (op_list.empty() ? "" : ",") + s.name;
   app.add_option("--ops", opt.ops, "Comma-separated ops to run (default: all of " + op_list + ")");
-  app.add_option("--dtypes", opt.dtypes, "Comma-separated dtypes: fp64,fp32,bf16,fp16")->capture_default_str();
+  app.add_option("--dtypes", opt.dtypes, "Comma-separated dtypes: fp64,fp32,bf16,fp16 (also spelled double/f64, float/f32, bfloat16, half/f16)")->capture_default_str();
   app.add_option("--out", opt.out, "Directory for report.json, report.csv and roofline.svg (the previous run's are kept as report.prev.json, report.prev.csv and roofline.prev.svg; older ones are replaced)")->capture_default_str();
   const CLI::Validator positive(
       [](std::string& v) -> std::string {
@@ -680,8 +680,9 @@ int main(int argc, char** argv) {
       },
       "POSITIVE");
   app.add_option("--sizes", opt.sizes,
-                 "Sizes to run instead of the working-set sweep: n elements, an n^3 grid, an n x n matrix or a "
-                 "sequence of n, as fits the op")
+                 "Sizes to run instead of the working-set sweep: n elements, an n^3 grid, an n x n matrix, a "
+                 "sequence of n or (linear) 1 and 8 rows times an n x n weight, as fits the op; row-wise ops get "
+                 "n / cols rows (at least 1) of each of their row lengths")
       ->delimiter(',')
       ->check(positive);
   const CLI::Validator whole(
@@ -700,7 +701,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", opt.seed, "Seed for the random inputs (default: fresh each run, printed)")->check(whole);
   app.add_option("--rounds", opt.rounds, "Rounds of the sweep; each op keeps its best time (default 2, 1 with --quick)")
       ->check(positive);
-  app.add_flag("--quick", opt.quick, "One size beyond the last-level cache, fewer repetitions");
+  app.add_flag("--quick", opt.quick, "Main-memory working sets only (no cache-resident sizes), one round, fewer repetitions");
   app.add_option("--pages", opt.pages,
                  "Host arrays in transparent huge pages where Linux offers them (huge), or in the system's default pages (system)")
       ->check(CLI::IsMember({"huge", "system"}))

@@ -21,12 +21,18 @@ if(TARGET Kokkos::kokkos AND NOT Kokkos_FOUND)
   # A parent project's Kokkos built in its own tree (add_subdirectory): no package to find.
   message(STATUS "rooftop: the parent project's Kokkos::kokkos target")
 else()
-  find_package(Kokkos 3.4 CONFIG QUIET HINTS "${ROOFTOP_KOKKOS_CACHE_PREFIX}")
+  # No version in the call: a package whose version file declares SameMajorVersion (Kokkos
+  # 3.4's does) refuses a request across major versions, and a Kokkos 4 or 5 built that way
+  # would be reported as not found. The floor is checked below, naming the version found.
+  find_package(Kokkos CONFIG QUIET HINTS "${ROOFTOP_KOKKOS_CACHE_PREFIX}")
   if(NOT Kokkos_FOUND)
     message(FATAL_ERROR
       "rooftop: Kokkos (>= 3.4) not found. Either point Kokkos_ROOT at an installed Kokkos, or run\n"
       "  scripts/setup.sh --backend ${ROOFTOP_BACKEND}\n"
       "which builds Kokkos 3.4.01 from Debian's trilinos source package into ${ROOFTOP_CACHE}.")
+  endif()
+  if(Kokkos_VERSION VERSION_LESS 3.4)
+    message(FATAL_ERROR "rooftop: the Kokkos in ${Kokkos_DIR} is ${Kokkos_VERSION}; rooftop needs 3.4 or newer.")
   endif()
   message(STATUS "rooftop: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}")
 endif()
@@ -80,9 +86,15 @@ else()
     get_target_property(ROOFTOP_CUDART CUDA::cudart IMPORTED_LOCATION)
     get_filename_component(ROOFTOP_CUDART_DIR "${ROOFTOP_CUDART}" DIRECTORY)
     if(ROOFTOP_CUDART MATCHES "\\.so" AND EXISTS "${ROOFTOP_CUDART_DIR}/libcudart_static.a")
+      # The static runtime also calls dlopen and shm_open: libdl and librt, separate libraries
+      # before glibc 2.34 (FindCUDAToolkit's CUDA::cudart_static links the same three).
       find_package(Threads REQUIRED)
+      set(ROOFTOP_CUDART_DEPS Threads::Threads ${CMAKE_DL_LIBS})
+      if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+        list(APPEND ROOFTOP_CUDART_DEPS rt)
+      endif()
       set_target_properties(CUDA::cudart PROPERTIES IMPORTED_LOCATION "${ROOFTOP_CUDART_DIR}/libcudart_static.a"
-                                                    INTERFACE_LINK_LIBRARIES Threads::Threads)
+                                                    INTERFACE_LINK_LIBRARIES "${ROOFTOP_CUDART_DEPS}")
     endif()
   endif()
 endif()

@@ -1,13 +1,25 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Run at every build of the harness (cmake -P, with SOURCE and OUT set): writes OUT, a header
-# defining ROOFTOP_GIT as `git describe --always --dirty --tags` of SOURCE ("unknown" outside
-# a git checkout), and touches it only when that changed. Each report names the commit it was
-# built from, and a new commit recompiles only the harness's main file; as a compile definition
-# set when CMake configured, the name went stale under `cmake --build`, and every
-# reconfiguration after a commit recompiled every executable.
-execute_process(COMMAND git describe --always --dirty --tags
-  WORKING_DIRECTORY "${SOURCE}" OUTPUT_VARIABLE describe
+# defining ROOFTOP_GIT as `git describe --always --dirty --tags` of SOURCE ("unknown" where
+# SOURCE is not the top of a git checkout), and touches it only when that changed. Each report
+# names the commit it was built from, and a new commit recompiles only the harness's main
+# file; as a compile definition set when CMake configured, the name went stale under
+# `cmake --build`, and every reconfiguration after a commit recompiled every executable.
+# Only SOURCE's own checkout: a copy of rooftop inside another project's git tree would
+# otherwise be named by that project's commit.
+set(describe "")
+execute_process(COMMAND git rev-parse --show-toplevel
+  WORKING_DIRECTORY "${SOURCE}" OUTPUT_VARIABLE top
   OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+get_filename_component(source_real "${SOURCE}" REALPATH)
+if(top)
+  get_filename_component(top_real "${top}" REALPATH)
+endif()
+if(top AND top_real STREQUAL source_real)
+  execute_process(COMMAND git describe --always --dirty --tags
+    WORKING_DIRECTORY "${SOURCE}" OUTPUT_VARIABLE describe
+    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+endif()
 if(NOT describe)
   set(describe "unknown")
 endif()

@@ -288,6 +288,16 @@ TEST_CASE_TEMPLATE("bounds: gemm, attention, stencil and spmv stay within their 
           gemm(Exec(), ta, a, tb, b, view_of(gc, n, m), 2.0, 0.5);
           Kokkos::fence();
           CHECK(gc.finite());
+          if constexpr (!std::is_same_v<T, compute_t<T>>) {  // a C of 2-byte values: narrower stores
+            Guarded<T> gc2(n * m, at.out);
+            gc2.poison();
+            gemm(Exec(), ta, a, tb, b, view_of(gc2, n, m));
+            Kokkos::fence();
+            CHECK(gc2.finite());
+            gemm(Exec(), ta, a, tb, b, view_of(gc2, n, m), 2.0, 0.5);
+            Kokkos::fence();
+            CHECK(gc2.finite());
+          }
           const auto a3 = ta == Trans::none ? view_of(ga3, 2, n, k) : view_of(ga3, 2, k, n);
           const auto b3 = tb == Trans::none ? view_of(gb3, 2, k, m) : view_of(gb3, 2, m, k);
           gc3.poison();

@@ -314,12 +314,14 @@ TEST_CASE("preconditions: dropout names the op, extents and p") {
   auto bias = test::random_vector<float>(8);
   CHECK_THROWS_WITH_AS(rooftop::bias_gelu_dropout(Exec(), x, bias, y, 0.1, 1), "bias_gelu_dropout: x is 4x8 but y is 4x7",
                        rooftop::Error);
-  CHECK_THROWS_AS(rooftop::dropout(Exec(), a, a, std::nan(""), 1), rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::dropout(Exec(), a, a, std::nan(""), 1), "dropout: drop probability p is nan, expected 0 <= p <= 1",
+                       rooftop::Error);
   auto y8 = test::poisoned_matrix<float>(4, 8);
   auto bias7 = test::random_vector<float>(7);
   CHECK_THROWS_WITH_AS(rooftop::bias_gelu_dropout(Exec(), x, bias, y8, 2.0, 1),
                        "bias_gelu_dropout: drop probability p is 2, expected 0 <= p <= 1", rooftop::Error);
-  CHECK_THROWS_AS(rooftop::bias_gelu_dropout(Exec(), x, bias7, y8, 0.1, 1), rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::bias_gelu_dropout(Exec(), x, bias7, y8, 0.1, 1), doctest::Contains("bias_gelu_dropout: x is 4x8 but bias is 7"),
+                       rooftop::Error);
   // Rows of 2^32 values (no rows: nothing is allocated) exceed the mask's 32-bit column; checked
   // before the bias's extent.
   const std::int64_t wide = std::int64_t{1} << 32;
@@ -328,7 +330,7 @@ TEST_CASE("preconditions: dropout names the op, extents and p") {
                        "bias_gelu_dropout: x is 0x4294967296, rows longer than 2^32 - 1 are not supported", rooftop::Error);
   // The mask alone (a backward pass rebuilds it) checks p as well.
   CHECK_THROWS_WITH_AS(DropoutMask(-1.0, 1, 0), "DropoutMask: drop probability p is -1, expected 0 <= p <= 1", rooftop::Error);
-  CHECK_THROWS_AS(DropoutMask(std::nan(""), 1, 0), rooftop::Error);
+  CHECK_THROWS_WITH_AS(DropoutMask(std::nan(""), 1, 0), "DropoutMask: drop probability p is nan, expected 0 <= p <= 1", rooftop::Error);
   for (double v : host(b)) REQUIRE(std::isnan(v));
   for (double v : host(y8)) REQUIRE(std::isnan(v));
   // An output one element past its input (across host work items) is refused, before any write.

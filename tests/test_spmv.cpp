@@ -226,8 +226,8 @@ TEST_CASE_TEMPLATE("spmv: a small matrix by hand, exact", T, ROOFTOP_DTYPES) {
   auto y = test::poisoned_vector<T>(4);
   rooftop::spmv(A, x, y);
   CHECK(host(y) == std::vector<double>{7, 0, 10, 0});
-  rooftop::spmv(Exec(), 2.0, A, x, -1.0, y);  // 2 A x - y
-  CHECK(host(y) == std::vector<double>{7, 0, 10, 0});
+  rooftop::spmv(Exec(), 2.0, A, x, -3.0, y);  // 2 A x - 3 y: alpha, beta and the old y all count
+  CHECK(host(y) == std::vector<double>{-7, 0, -10, 0});
 }
 
 TEST_CASE_TEMPLATE("spmv: one of x and y strided, the other contiguous", T, ROOFTOP_DTYPES) {
@@ -518,7 +518,8 @@ TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and
   // an empty col_idx the generator then wrote far past).
   CHECK_THROWS_WITH_AS((random_csr<float, std::int64_t>(Exec(), 4, std::int64_t{1} << 62, std::int64_t{1} << 62, 1)),
                        "random_csr: 4 rows of 4611686018427387904 entries: not a count of entries (0 to 2^63 - 1)", rooftop::Error);
-  CHECK_THROWS_AS((random_csr<float, std::int64_t>(Exec(), -1, 4, 2, 1)), rooftop::Error);
+  CHECK_THROWS_WITH_AS((random_csr<float, std::int64_t>(Exec(), -1, 4, 2, 1)),
+                       "random_csr: -1 rows of 2 entries: not a count of entries (0 to 2^63 - 1)", rooftop::Error);
   CHECK_THROWS_WITH_AS((laplacian_3d<float, std::int32_t>(Exec(), 1000, 1000, 1000)),
                        "laplacian_3d: 1000000000x1000000000 with 6994000000 entries exceeds the range of int32 indices",
                        rooftop::Error);
