@@ -87,12 +87,18 @@ else()
     get_filename_component(ROOFTOP_CUDART_DIR "${ROOFTOP_CUDART}" DIRECTORY)
     if(ROOFTOP_CUDART MATCHES "\\.so" AND EXISTS "${ROOFTOP_CUDART_DIR}/libcudart_static.a")
       # The static runtime also calls dlopen and shm_open: libdl and librt, separate libraries
-      # before glibc 2.34 (FindCUDAToolkit's CUDA::cudart_static links the same three).
+      # before glibc 2.34 (FindCUDAToolkit's CUDA::cudart_static links the same three). By
+      # path: nvcc_wrapper hands -l options to nvlink too, which warns at every host library.
       find_package(Threads REQUIRED)
-      set(ROOFTOP_CUDART_DEPS Threads::Threads ${CMAKE_DL_LIBS})
-      if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
-        list(APPEND ROOFTOP_CUDART_DEPS rt)
-      endif()
+      find_library(ROOFTOP_DL_LIBRARY dl)
+      find_library(ROOFTOP_RT_LIBRARY rt)
+      mark_as_advanced(ROOFTOP_DL_LIBRARY ROOFTOP_RT_LIBRARY)
+      set(ROOFTOP_CUDART_DEPS Threads::Threads)
+      foreach(lib ROOFTOP_DL_LIBRARY ROOFTOP_RT_LIBRARY)
+        if(${lib})
+          list(APPEND ROOFTOP_CUDART_DEPS "${${lib}}")
+        endif()
+      endforeach()
       set_target_properties(CUDA::cudart PROPERTIES IMPORTED_LOCATION "${ROOFTOP_CUDART_DIR}/libcudart_static.a"
                                                     INTERFACE_LINK_LIBRARIES "${ROOFTOP_CUDART_DEPS}")
     endif()
