@@ -281,22 +281,19 @@ TEST_CASE_TEMPLATE("bounds: gemm, attention, stencil and spmv stay within their 
         for (const Trans tb : {Trans::none, Trans::transpose}) {
           const auto a = ta == Trans::none ? view_of(ga, n, k) : view_of(ga, k, n);
           const auto b = tb == Trans::none ? view_of(gb, k, m) : view_of(gb, m, k);
-          gc.poison();
-          gemm(Exec(), ta, a, tb, b, view_of(gc, n, m));
-          Kokkos::fence();
-          CHECK(gc.finite());
-          gemm(Exec(), ta, a, tb, b, view_of(gc, n, m), 2.0, 0.5);
-          Kokkos::fence();
-          CHECK(gc.finite());
+          const auto into = [&](auto& g) {  // beta 0, then 0.5
+            g.poison();
+            gemm(Exec(), ta, a, tb, b, view_of(g, n, m));
+            Kokkos::fence();
+            CHECK(g.finite());
+            gemm(Exec(), ta, a, tb, b, view_of(g, n, m), 2.0, 0.5);
+            Kokkos::fence();
+            CHECK(g.finite());
+          };
+          into(gc);
           if constexpr (!std::is_same_v<T, compute_t<T>>) {  // a C of 2-byte values: narrower stores
             Guarded<T> gc2(n * m, at.out);
-            gc2.poison();
-            gemm(Exec(), ta, a, tb, b, view_of(gc2, n, m));
-            Kokkos::fence();
-            CHECK(gc2.finite());
-            gemm(Exec(), ta, a, tb, b, view_of(gc2, n, m), 2.0, 0.5);
-            Kokkos::fence();
-            CHECK(gc2.finite());
+            into(gc2);
           }
           const auto a3 = ta == Trans::none ? view_of(ga3, 2, n, k) : view_of(ga3, 2, k, n);
           const auto b3 = tb == Trans::none ? view_of(gb3, 2, k, m) : view_of(gb3, 2, m, k);
