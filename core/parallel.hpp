@@ -962,8 +962,9 @@ void for_each_row(const char* label, const Exec& exec, std::int64_t rows, const 
 
 /// Rows per work item of kernels that carry work from one row to the next (for_each_row_run),
 /// whose first and last rows run partly alone: 256 KB of output and at least 8 rows, but no
-/// more than leave four items per thread.
+/// more than leave four items per thread. Rows of no bytes count as one byte each.
 inline std::int64_t rows_per_run(std::int64_t rows, std::int64_t row_bytes, int threads) {
+  row_bytes = std::max<std::int64_t>(row_bytes, 1);
   const std::int64_t wanted = std::max<std::int64_t>((262144 + row_bytes - 1) / row_bytes, 8);
   return std::max<std::int64_t>(std::min(wanted, rows / (4 * static_cast<std::int64_t>(threads))), 1);
 }

@@ -85,6 +85,8 @@ void require_indexable(const char* op, std::int64_t rows, std::int64_t cols, std
 /// Structural preconditions spmv can check without reading device memory.
 template <class Matrix>
 void require_csr_extents(const char* op, const Matrix& A) {
+  ROOFTOP_REQUIRE(A.row_ptr.extent(0) != 0, op, "A has no row_ptr (a default-constructed Csr?): make it with Csr(rows, cols, nnz), "
+                  "csr_from_host, random_csr, laplacian_2d or laplacian_3d; a matrix of 0 rows has a row_ptr of 1");
   ROOFTOP_REQUIRE(A.rows >= 0 && A.cols >= 0 && static_cast<std::int64_t>(A.row_ptr.extent(0)) == A.rows + 1, op, "A has ",
                   A.rows, " rows but row_ptr is ", A.row_ptr.extent(0), " (expected ", A.rows + 1, ")");
   ROOFTOP_REQUIRE(A.col_idx.extent(0) == A.values.extent(0), op, "A's col_idx is ", A.col_idx.extent(0), " but values is ",

@@ -249,6 +249,14 @@ TEST_CASE_TEMPLATE("softmax of rows cut into pieces across threads (host, fewer 
 #endif
 
 #if defined(ROOFTOP_HAS_VECTOR_SOFTMAX) && defined(ROOFTOP_HAS_VECTOR_ROWS)
+TEST_CASE("rows per run: 256 KB of output and at least 8 rows, at most four runs per thread; rows of no bytes") {
+  CHECK(detail::rows_per_run(100000, 4096, 2) == 64);       // 256 KB of rows of 4 KB
+  CHECK(detail::rows_per_run(100000, 1 << 20, 2) == 8);     // at least 8 rows
+  CHECK(detail::rows_per_run(40, 4096, 2) == 5);            // four runs per thread: 40 / 8
+  CHECK(detail::rows_per_run(3, 4096, 2) == 1);             // at least one row
+  CHECK(detail::rows_per_run(100000, 0, 2) == 12500);       // as rows of one byte (was a division by 0)
+}
+
 TEST_CASE_TEMPLATE("softmax row runs (host): each row written out beside the next row's exponentials, the same values",
                    T, ROOFTOP_ML_DTYPES) {
   // Host outputs whose rows are whole lines go through detail::softmax_row_runs (large ones

@@ -506,6 +506,10 @@ TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and
   bad.rows = 10;
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, test::poisoned_vector<float>(10)),
                        "spmv: A has 10 rows but row_ptr is 12 (expected 11)", rooftop::Error);
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), decltype(A){}, x, y),
+                       "spmv: A has no row_ptr (a default-constructed Csr?): make it with Csr(rows, cols, nnz), csr_from_host, "
+                       "random_csr, laplacian_2d or laplacian_3d; a matrix of 0 rows has a row_ptr of 1",
+                       rooftop::Error);
   bad = A;
   bad.values = test::Vector<float>("values", 32);
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, y), "spmv: A's col_idx is 33 but values is 32", rooftop::Error);
