@@ -2,6 +2,9 @@
 /// \file
 /// The execution space the build's backend selects (CMake: -DROOFTOP_BACKEND=OpenMP|Serial|CUDA).
 /// Used by rooftop's harness, benchmarks and tests; the kernels themselves take any space.
+/// Included with none of ROOFTOP_BACKEND_{SERIAL,CUDA,OPENMP} defined (as by a user's code,
+/// which rooftop::kernels leaves undefined), it names Kokkos's default execution space, the one
+/// Kokkos::View<T*> and RangePolicy use there.
 #pragma once
 
 #include "kokkos_compat.hpp"
@@ -20,7 +23,7 @@ inline constexpr const char* backend_name = "Serial";
 #endif
 using BackendExec = Kokkos::Cuda;
 inline constexpr const char* backend_name = "CUDA";
-#elif defined(ROOFTOP_BACKEND_OPENMP) || defined(KOKKOS_ENABLE_OPENMP)
+#elif defined(ROOFTOP_BACKEND_OPENMP)
 #if !defined(KOKKOS_ENABLE_OPENMP)
 #error "ROOFTOP_BACKEND=OpenMP needs a Kokkos built with Kokkos_ENABLE_OPENMP=ON"
 #endif
@@ -28,7 +31,7 @@ using BackendExec = Kokkos::OpenMP;
 inline constexpr const char* backend_name = "OpenMP";
 #else
 using BackendExec = Kokkos::DefaultExecutionSpace;
-inline constexpr const char* backend_name = "Default";
+inline const char* const backend_name = Kokkos::DefaultExecutionSpace::name();
 #endif
 
 /// Memory space of the backend's Views.

@@ -6,7 +6,7 @@
 #   source tree (ROOFTOP_SOURCE) with add_subdirectory beside the Kokkos package rooftop's build
 #   found (KOKKOS_DIR). ROOFTOP_BACKEND is set to a backend that Kokkos may lack
 #   (OTHER_BACKEND): it names what rooftop's own executables run on, and a parent builds none,
-#   so it must not stop the configure.
+#   so it must not stop the configure. Installing that parent must install none of rooftop.
 function(step)
   execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -31,3 +31,13 @@ else()
 endif()
 step(${CMAKE_COMMAND} --build "${build}")
 step("${build}/consumer")
+if(PARENT_SOURCE)
+  # ROOFTOP_INSTALL defaults to OFF under add_subdirectory: installing the parent installs none
+  # of rooftop (no headers, no export, no package files).
+  set(prefix "${build}/install-prefix")
+  step(${CMAKE_COMMAND} --install "${build}" --prefix "${prefix}")
+  file(GLOB_RECURSE installed RELATIVE "${prefix}" "${prefix}/*")
+  if(installed)
+    message(FATAL_ERROR "installing a parent of rooftop installed rooftop's files: ${installed}")
+  endif()
+endif()
