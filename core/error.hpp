@@ -6,6 +6,7 @@
 #include "kokkos_compat.hpp"
 #include "types.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -94,14 +95,29 @@ constexpr void mandate_output() {
   } while (false)
 
 namespace rooftop::detail {
+/// The op a kernel's label names after its prefix ("rooftop::embedding" -> "embedding").
+inline const char* op_of_label(const char* label) { return std::strncmp(label, "rooftop::", 9) == 0 ? label + 9 : label; }
+
 /// `count` teams as the int a Kokkos TeamPolicy takes. Throws rooftop::Error naming op where
 /// count exceeds it: narrowed, the launch would run count modulo 2^32 teams and leave the rest
 /// of the output unwritten, without an error.
 inline int league_size(const char* op, std::int64_t count) {
-  if (std::strncmp(op, "rooftop::", 9) == 0) op += 9;  // a kernel's label names its op after the prefix
+  op = op_of_label(op);
   ROOFTOP_REQUIRE(count <= std::numeric_limits<int>::max(), op, "the work needs ", count, " teams, more than the ",
                   std::numeric_limits<int>::max(), " one Kokkos launch takes");
   return static_cast<int>(count);
+}
+
+/// `bytes` of scratch per team as the int Kokkos 3.4's PerTeam takes. Throws rooftop::Error
+/// naming op where bytes exceed it (rows of more than about 5e8 floats, in the row kernels'
+/// per-row scratch): narrowed, the team would get a few bytes or a negative size, and the
+/// kernel would write through a null pointer or Kokkos abort the process.
+inline int team_scratch_bytes(const char* op, std::size_t bytes) {
+  op = op_of_label(op);
+  ROOFTOP_REQUIRE(bytes <= static_cast<std::size_t>(std::numeric_limits<int>::max()), op, "the work needs ", bytes,
+                  " bytes of scratch per team (rows this long), more than the ", std::numeric_limits<int>::max(),
+                  " one Kokkos team takes");
+  return static_cast<int>(bytes);
 }
 
 /// Precondition of `op`: Views x and y have the same rank and extents.

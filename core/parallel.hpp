@@ -918,7 +918,8 @@ typename RowTeam<Exec>::Policy row_policy(const char* label, const Exec& exec, s
     return Policy(exec, league_size(label, rows), Kokkos::AUTO);
   } else {
     Policy policy(exec, league_size(label, (rows + plan.rows_per_item - 1) / plan.rows_per_item), 1);
-    if (plan.scratch_floats > 0) policy.set_scratch_size(0, Kokkos::PerTeam(scratch_lines_bytes<Exec, float>(plan.scratch_floats)));
+    if (plan.scratch_floats > 0)
+      policy.set_scratch_size(0, Kokkos::PerTeam(team_scratch_bytes(label, scratch_lines_bytes<Exec, float>(plan.scratch_floats))));
     return policy;
   }
 }

@@ -91,6 +91,9 @@ void require_csr_extents(const char* op, const Matrix& A) {
                   A.rows, " rows but row_ptr is ", A.row_ptr.extent(0), " (expected ", A.rows + 1, ")");
   ROOFTOP_REQUIRE(A.col_idx.extent(0) == A.values.extent(0), op, "A's col_idx is ", A.col_idx.extent(0), " but values is ",
                   A.values.extent(0));
+  // Row offsets and column indices past Index's range cannot be stored: filled by a caller,
+  // they would have wrapped to negative offsets.
+  require_indexable<typename Matrix::index_type>(op, A.rows, A.cols, A.nnz());
 }
 
 /// How spmv is spread over Exec (see the file comment).

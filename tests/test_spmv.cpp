@@ -513,6 +513,18 @@ TEST_CASE("preconditions: spmv, the generators and csr_from_host name the op and
   bad = A;
   bad.values = test::Vector<float>("values", 32);
   CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, y), "spmv: A's col_idx is 33 but values is 32", rooftop::Error);
+  // Columns and entries past int32's range are refused before A is read: offsets that large
+  // cannot be stored in row_ptr, and filled by a caller they would have wrapped to negative
+  // ones. Only the extents say so here (the arrays past entry 33 are never there to be read).
+  bad = A;
+  bad.cols = std::int64_t{1} << 31;
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, y), "spmv: 11x2147483648 with 33 entries exceeds the range of int32 indices",
+                       rooftop::Error);
+  bad = A;
+  bad.values = Kokkos::View<float*, BackendMemory, Kokkos::MemoryUnmanaged>(A.values.data(), std::int64_t{1} << 31);
+  bad.col_idx = Kokkos::View<std::int32_t*, BackendMemory, Kokkos::MemoryUnmanaged>(A.col_idx.data(), std::int64_t{1} << 31);
+  CHECK_THROWS_WITH_AS(rooftop::spmv(Exec(), bad, x, y), "spmv: 11x12 with 2147483648 entries exceeds the range of int32 indices",
+                       rooftop::Error);
 
   CHECK_THROWS_WITH_AS((random_csr<float, std::int32_t>(Exec(), 5, 4, 5, 1)), "random_csr: 5 entries per row do not fit in 4 columns",
                        rooftop::Error);

@@ -54,6 +54,23 @@ TEST_CASE("a launch of more teams than a Kokkos TeamPolicy takes (an int) is ref
                        rooftop::Error);
 }
 
+TEST_CASE("scratch per team beyond the int Kokkos 3.4's PerTeam takes is refused, not narrowed") {
+  CHECK(detail::team_scratch_bytes("op", std::numeric_limits<int>::max()) == std::numeric_limits<int>::max());
+  CHECK_THROWS_WITH_AS(detail::team_scratch_bytes("rooftop::softmax", std::size_t{1} << 32),
+                       "softmax: the work needs 4294967296 bytes of scratch per team (rows this long), more than the 2147483647 "
+                       "one Kokkos team takes",
+                       rooftop::Error);
+  // The row kernels' policy: rows of 2^30 floats of scratch each (a softmax of rows that long)
+  // once narrowed to an int gave every team 320 bytes, and the kernel wrote through a null
+  // pointer (or, at 6e8 floats, a negative size made Kokkos abort the process).
+  if constexpr (!detail::RowTeam<Exec>::gpu) {
+    detail::RowPlan plan;
+    plan.scratch_floats = std::int64_t{1} << 30;
+    CHECK_THROWS_WITH_AS(detail::row_policy("rooftop::softmax", Exec(), 4, plan),
+                         doctest::Contains("softmax: the work needs 4294967360 bytes of scratch per team"), rooftop::Error);
+  }
+}
+
 TEST_CASE_TEMPLATE("copy, scale, add, triad match float64 (plain and streaming stores)", T, ROOFTOP_DTYPES) {
   const double alpha = -1.75;
   for (const std::size_t threshold : test::store_thresholds)
