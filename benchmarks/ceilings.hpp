@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <fstream>
+#include <istream>
 #include <type_traits>
 #include <utility>
 
@@ -33,6 +34,35 @@
 
 namespace rooftop::harness {
 
+/// The CPU model in Linux's /proc/cpuinfo text: x86's "model name"; on AArch64, whose
+/// cpuinfo names none, the first core's implementer and part numbers, with the name of the
+/// server cores listed here ("Neoverse V2 (implementer 0x41, part 0xd4f)").
+inline std::string cpu_model(std::istream& cpuinfo) {
+  auto value = [](const std::string& line) {
+    const std::size_t colon = line.find(':');
+    const std::size_t from = colon == std::string::npos ? line.size() : line.find_first_not_of(" \t", colon + 1);
+    const std::size_t to = line.find_last_not_of(" \t\r");
+    return from == std::string::npos || to == std::string::npos || to < from ? std::string() : line.substr(from, to - from + 1);
+  };
+  std::string implementer, part;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0 && !value(line).empty()) return value(line);
+    if (line.rfind("CPU implementer", 0) == 0 && implementer.empty()) implementer = value(line);
+    if (line.rfind("CPU part", 0) == 0 && part.empty()) part = value(line);
+  }
+  if (implementer.empty() || part.empty()) return "unknown CPU";
+  struct Known { const char* implementer; const char* part; const char* name; };
+  // Linux's arch/arm64/include/asm/cputype.h (ARM_CPU_PART_NEOVERSE_*, FUJITSU_CPU_PART_A64FX).
+  static constexpr Known known[] = {{"0x41", "0xd0c", "Neoverse N1"}, {"0x41", "0xd40", "Neoverse V1"},
+                                    {"0x41", "0xd49", "Neoverse N2"}, {"0x41", "0xd4f", "Neoverse V2"},
+                                    {"0x41", "0xd84", "Neoverse V3"}, {"0x41", "0xd8e", "Neoverse N3"},
+                                    {"0x46", "0x001", "A64FX"}};
+  const std::string ids = "implementer " + implementer + ", part " + part;
+  for (const Known& k : known)
+    if (implementer == k.implementer && part == k.part) return std::string(k.name) + " (" + ids + ")";
+  return "AArch64 CPU (" + ids + ")";
+}
+
 /// The device Exec runs on: the GPU's name on CUDA, else the CPU model (the report's
 /// system.device, rooftop_bench's context "device").
 template <class Exec>
@@ -42,9 +72,7 @@ std::string device_name(const Exec& exec) {
 #endif
   (void)exec;
   std::ifstream f("/proc/cpuinfo");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
+  return cpu_model(f);
 }
 
 /// From how many bytes Exec's kernels write their outputs with streaming stores

@@ -12,8 +12,12 @@ if(NOT ROOFTOP_CACHE)
   endif()
 endif()
 
+set(ROOFTOP_SETUP_BACKEND "${ROOFTOP_BACKEND}")  # scripts/setup.sh's --backend that builds it
 if(ROOFTOP_BACKEND_UPPER STREQUAL "CUDA")
   set(ROOFTOP_KOKKOS_CACHE_PREFIX "${ROOFTOP_CACHE}/kokkos-3.4.01-cuda-sm80-sm90")
+elseif(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")  # cmake/aarch64-linux-gnu.cmake
+  set(ROOFTOP_KOKKOS_CACHE_PREFIX "${ROOFTOP_CACHE}/kokkos-3.4.01-openmp-aarch64")
+  set(ROOFTOP_SETUP_BACKEND aarch64)
 else()
   set(ROOFTOP_KOKKOS_CACHE_PREFIX "${ROOFTOP_CACHE}/kokkos-3.4.01-openmp")
 endif()
@@ -28,7 +32,7 @@ else()
   if(NOT Kokkos_FOUND)
     message(FATAL_ERROR
       "rooftop: Kokkos (>= 3.4) not found. Either point Kokkos_ROOT at an installed Kokkos, or run\n"
-      "  scripts/setup.sh --backend ${ROOFTOP_BACKEND}\n"
+      "  scripts/setup.sh --backend ${ROOFTOP_SETUP_BACKEND}\n"
       "which builds Kokkos 3.4.01 from Debian's trilinos source package into ${ROOFTOP_CACHE}.")
   endif()
   if(Kokkos_VERSION VERSION_LESS 3.4)
@@ -112,10 +116,14 @@ else()
   set(ROOFTOP_CXX_STANDARD 17)
 endif()
 
-if(ROOFTOP_BUILD_HARNESS OR ROOFTOP_BUILD_BENCHMARKS)
-  find_package(benchmark REQUIRED)
+# Each for what uses it: the harness writes JSON and parses its command line; only the
+# benchmark suite links Google Benchmark.
+if(ROOFTOP_BUILD_HARNESS)
   find_package(nlohmann_json 3 REQUIRED)
   find_package(CLI11 REQUIRED)
+endif()
+if(ROOFTOP_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
 endif()
 if(ROOFTOP_BUILD_TESTS)
   find_package(doctest REQUIRED)

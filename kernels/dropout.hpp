@@ -532,12 +532,12 @@ on_exec_space_t<Exec> dropout(const Exec& exec, const X& x, const Y& y, double p
                               std::uint64_t offset = 0) {
   mandate_input<Exec, X, 1>();
   mandate_output<Exec, Y, 1>();
-  using T = typename Y::value_type;
   mandate_fp32_math<X, Y>();
   detail::require_elementwise("dropout", "x", x, "y", y);
   const DropoutMask mask(p, seed, offset, "dropout");
   const auto n = static_cast<std::int64_t>(x.extent(0));
 #if defined(ROOFTOP_HAS_MAP_LINES)
+  using T = typename Y::value_type;
   // Contiguous outputs on AVX-512 and AVX2 hosts: a cache line at a time in registers
   // (detail::dropout_lines), large ones streamed as light ops' are (fp32, and 2-byte types
   // where the host narrows in one AVX-512 sequence). Zen 3 VM (AVX2), 2 threads, min of four

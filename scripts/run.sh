@@ -9,7 +9,7 @@
 #
 # ROOFTOP_PRESET selects the CMake preset: openmp (the default), serial, portable (OpenMP
 # without -march=native), avx2 (OpenMP for AVX2 hosts without AVX-512), clang (OpenMP built
-# with Clang) or cuda.
+# with Clang), aarch64 (64-bit Arm, cross-built and run under QEMU; no bench) or cuda.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-}"
@@ -19,6 +19,12 @@ case "$what" in
   *) sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 preset="${ROOFTOP_PRESET:-openmp}"
+# A cross build's binaries run under the emulator its toolchain file names (ctest adds it itself).
+emulator=()
+if [ "$preset" = aarch64 ]; then
+  emulator=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+  [ "$what" = bench ] && { echo "run.sh: the aarch64 preset builds no benchmark suite (Google Benchmark is not installed for Arm)" >&2; exit 2; }
+fi
 
 kokkos_root=$(scripts/setup.sh --backend "$preset" | sed -n 's/^KOKKOS_ROOT=//p')
 export Kokkos_ROOT="$kokkos_root"
@@ -46,7 +52,7 @@ fi
 # Pinned threads: stable bandwidth figures, and no Kokkos warning.
 export OMP_PROC_BIND="${OMP_PROC_BIND:-spread}" OMP_PLACES="${OMP_PLACES:-threads}"
 case "$what" in
-  roofline) exec "build/$preset/bin/rooftop" "$@" ;;
+  roofline) exec ${emulator[@]+"${emulator[@]}"} "build/$preset/bin/rooftop" "$@" ;;
   test) exec ctest --preset "$preset" "$@" ;;
   bench) exec "build/$preset/bin/rooftop_bench" "$@" ;;
   build) echo "[run] built build/$preset/bin: $(ls "build/$preset/bin" | tr '\n' ' ')" >&2 ;;

@@ -2,16 +2,18 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Offline, idempotent set-up of everything rooftop builds against, from Debian's archive only.
 #
-#   scripts/setup.sh [--backend openmp|serial|portable|avx2|clang|cuda] [--kokkos5-headers]
+#   scripts/setup.sh [--backend openmp|serial|portable|avx2|clang|aarch64|cuda] [--kokkos5-headers]
 #
 # - Debian packages (doctest, Google Benchmark, nlohmann/json, CLI11, OpenBLAS for rooftop_vs_blas) are installed if missing;
 #   for cuda also Debian 12 non-free's nvidia-cuda-toolkit (CUDA 11.8) and g++-11, its host
 #   compiler (~1.6 GB download once); for clang (the OpenMP backend built with Clang: the
-#   CMake preset `clang`) also Debian's clang and libomp-dev.
+#   CMake preset `clang`) also Debian's clang and libomp-dev; for aarch64 (the preset of that
+#   name: 64-bit Arm, cross-built) Debian's cross compiler g++-aarch64-linux-gnu and qemu-user.
 # - Kokkos: if Kokkos_ROOT is set it is used as is. Otherwise Kokkos 3.4.01 is extracted from
 #   Debian 12's `trilinos` source package and built into a cache prefix outside the source tree:
 #   ${ROOFTOP_CACHE:-~/.cache/rooftop}/kokkos-3.4.01-openmp (OpenMP + Serial) or
-#   .../kokkos-3.4.01-cuda-sm80-sm90 (CUDA machine code for sm_80 and sm_90 (Hopper) + OpenMP).
+#   .../kokkos-3.4.01-cuda-sm80-sm90 (CUDA machine code for sm_80 and sm_90 (Hopper) + OpenMP)
+#   or .../kokkos-3.4.01-openmp-aarch64 (OpenMP + Serial for AArch64, cmake/aarch64-linux-gnu.cmake).
 #   A second run finds it there and returns in seconds.
 # - --kokkos5-headers unpacks the Kokkos 5.x headers of Debian unstable's libkokkos-dev (never
 #   installed) into the cache, for the C++20 compile-compatibility check (scripts/check-kokkos5.sh).
@@ -23,17 +25,17 @@ backend=openmp
 want_kokkos5=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --backend) [ $# -ge 2 ] || { echo "setup.sh: --backend needs a value (openmp|serial|portable|avx2|clang|cuda)" >&2; exit 2; }
+    --backend) [ $# -ge 2 ] || { echo "setup.sh: --backend needs a value (openmp|serial|portable|avx2|clang|aarch64|cuda)" >&2; exit 2; }
       backend="${2,,}"; shift 2 ;;
     --backend=*) backend="${1#*=}"; backend="${backend,,}"; shift ;;
     --kokkos5-headers) want_kokkos5=1; shift ;;
-    -h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$backend" in
-  openmp|serial|portable|avx2|clang|cuda) ;;
-  *) echo "setup.sh: unknown backend '$backend' (openmp|serial|portable|avx2|clang|cuda)" >&2; exit 2 ;;
+  openmp|serial|portable|avx2|clang|aarch64|cuda) ;;
+  *) echo "setup.sh: unknown backend '$backend' (openmp|serial|portable|avx2|clang|aarch64|cuda)" >&2; exit 2 ;;
 esac
 
 cache="${ROOFTOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rooftop}"
@@ -49,6 +51,7 @@ as_root() {
 # --- 1. Debian packages ------------------------------------------------------------------------
 packages=(cmake g++ make libbenchmark-dev doctest-dev nlohmann-json3-dev libcli11-dev libopenblas-dev)
 [ "$backend" = clang ] && packages+=(clang libomp-dev)
+[ "$backend" = aarch64 ] && packages+=(g++-aarch64-linux-gnu qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -110,10 +113,14 @@ if [ -n "${Kokkos_ROOT:-}" ]; then
   log "using Kokkos from Kokkos_ROOT=$Kokkos_ROOT"
   prefix="$Kokkos_ROOT"
 else
-  # One Kokkos build (OpenMP + Serial) serves every host preset (openmp, serial, portable, avx2,
-  # clang): rooftop picks the execution space. The CUDA build has OpenMP as its host space.
-  flavour=$([ "$backend" = cuda ] && echo cuda || echo openmp)
-  prefix="$cache/kokkos-3.4.01-$([ "$flavour" = cuda ] && echo cuda-sm80-sm90 || echo openmp)"
+  # One Kokkos build (OpenMP + Serial) serves every x86-64 host preset (openmp, serial,
+  # portable, avx2, clang): rooftop picks the execution space. The CUDA build has OpenMP as its
+  # host space; aarch64 has one of its own, cross-built.
+  case "$backend" in
+    cuda) flavour=cuda; prefix="$cache/kokkos-3.4.01-cuda-sm80-sm90" ;;
+    aarch64) flavour=openmp-aarch64; prefix="$cache/kokkos-3.4.01-openmp-aarch64" ;;
+    *) flavour=openmp; prefix="$cache/kokkos-3.4.01-openmp" ;;
+  esac
   if [ -e "$prefix/.rooftop-complete" ]; then
     log "Kokkos 3.4.01 already built in $prefix"
   else
@@ -146,6 +153,10 @@ else
       flags=(-DCMAKE_CXX_COMPILER="$src/bin/nvcc_wrapper" -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON
              -DKokkos_ENABLE_CUDA_CONSTEXPR=ON -DKokkos_ENABLE_OPENMP=ON -DKokkos_ARCH_AMPERE80=ON -DCMAKE_CXX_FLAGS=-arch=sm_80)
       what="CUDA 11.8 (sm_80, sm_90) + OpenMP"
+    elif [ "$flavour" = openmp-aarch64 ]; then
+      flags=(-DCMAKE_TOOLCHAIN_FILE="$(cd "$(dirname "$0")/.." && pwd)/cmake/aarch64-linux-gnu.cmake"
+             -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=ON)
+      what="OpenMP + Serial, cross-built for AArch64"
     else
       flags=(-DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=ON)
       what="OpenMP + Serial"

@@ -585,3 +585,23 @@ TEST_CASE("gemm reads const RandomAccess Views (on CUDA: values, no addresses)")
   rooftop::gemm(Exec(), Trans::none, ar, Trans::transpose, br, traced);
   CHECK(test::host(traced) == test::host(plain));
 }
+
+TEST_CASE("harness device name: x86's model name, AArch64's implementer and part") {
+  auto model = [](const std::string& text) {
+    std::istringstream in(text);
+    return harness::cpu_model(in);
+  };
+  CHECK(model("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B45\nflags\t\t: fpu\n") == "AMD EPYC 9B45");
+  // AArch64's /proc/cpuinfo (Linux): no model name; the first core's identifiers.
+  const std::string grace = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\n"
+                            "CPU variant\t: 0x0\nCPU part\t: 0xd4f\nCPU revision\t: 0\n\nprocessor\t: 1\n"
+                            "CPU implementer\t: 0x48\nCPU part\t: 0xd01\n";
+  CHECK(model(grace) == "Neoverse V2 (implementer 0x41, part 0xd4f)");
+  CHECK(model("CPU implementer\t: 0x46\nCPU part\t: 0x001\n") == "A64FX (implementer 0x46, part 0x001)");
+  CHECK(model("CPU implementer\t: 0xc0\nCPU part\t: 0xac3\n") == "AArch64 CPU (implementer 0xc0, part 0xac3)");
+  // Nothing to name it by, or an empty value: said so, never a throw.
+  CHECK(model("") == "unknown CPU");
+  CHECK(model("model name\t:\n") == "unknown CPU");
+  CHECK(model("model name\t:   \r\nmodel name : Second\n") == "Second");
+  CHECK(model("CPU implementer\t: 0x41\n") == "unknown CPU");
+}

@@ -6,9 +6,12 @@
 # more than the memory, though half of them is not) refused before anything is allocated, and
 # the first run's report kept as report.prev.json beside the second's. Last, an earlier report
 # that cannot be kept, refused at start-up; bad arguments refused with exit status 2.
-#   cmake -DROOFTOP=<rooftop binary> -DOUT=<scratch directory> -P check_errors.cmake
+#   cmake -DROOFTOP=<rooftop binary> [-DEMULATOR=<command>] -DOUT=<scratch directory> -P check_errors.cmake
+# A cross build runs rooftop through its emulator (EMULATOR, its words joined by spaces).
+separate_arguments(rooftop UNIX_COMMAND "${EMULATOR}")
+list(APPEND rooftop "${ROOFTOP}")
 file(REMOVE_RECURSE "${OUT}")
-execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes 1000,1000000000000000 --out "${OUT}"
+execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes 1000,1000000000000000 --out "${OUT}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 1)
   message(FATAL_ERROR "expected exit status 1, got ${rc}\n${out}\n${err}")
@@ -33,7 +36,7 @@ endif()
 file(READ /proc/meminfo meminfo)
 if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
   math(EXPR n "${CMAKE_MATCH_1} * 1024 / 8 * 70 / 100")
-  execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes ${n} --out "${OUT}"
+  execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes ${n} --out "${OUT}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 1 OR NOT out MATCHES "copy +fp64/${n} +FAILED: cannot allocate: its [0-9.]+ GB of compulsory bytes exceed the host's [0-9.]+ GB of memory")
     message(FATAL_ERROR "copy at ${n} doubles was not refused before allocation (exit status ${rc}):\n${out}\n${err}")
@@ -53,14 +56,14 @@ endif()
 # be renamed over) is refused at start-up, before the sweep: exit status 2, the message naming
 # the directory, the earlier report as it was and nothing of it moved to report.prev.*.
 file(REMOVE_RECURSE "${OUT}")
-execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes 1000 --out "${OUT}" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes 1000 --out "${OUT}" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "copy at 1000 failed (exit status ${rc})")
 endif()
 file(READ "${OUT}/report.csv" first_csv)
 file(READ "${OUT}/report.json" first_json)
 file(MAKE_DIRECTORY "${OUT}/report.prev.csv/taken")
-execute_process(COMMAND "${ROOFTOP}" --quick --ops copy --dtypes fp64 --sizes 2000 --out "${OUT}"
+execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes 2000 --out "${OUT}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 file(READ "${OUT}/report.csv" csv)
 file(READ "${OUT}/report.json" json)
@@ -80,13 +83,13 @@ foreach(case "--sizes;1000,0|--sizes: expected a positive whole number, got '0'"
   if(NOT parts MATCHES "--ops")
     list(APPEND parts --ops copy)
   endif()
-  execute_process(COMMAND "${ROOFTOP}" --quick --dtypes fp64 ${parts} --out "${OUT}"
+  execute_process(COMMAND ${rooftop} --quick --dtypes fp64 ${parts} --out "${OUT}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 2 OR NOT "${out}${err}" MATCHES "${expected}")
     message(FATAL_ERROR "rooftop ${parts}: expected exit status 2 and '${expected}', got ${rc}\n${out}\n${err}")
   endif()
 endforeach()
-execute_process(COMMAND "${ROOFTOP}" --help RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+execute_process(COMMAND ${rooftop} --help RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "rooftop --help: expected exit status 0, got ${rc}")
 endif()

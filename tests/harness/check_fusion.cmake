@@ -3,9 +3,12 @@
 # Expected: exit status 0, report.json's "fusion" entry for that shape with its best-time
 # speedup and a "side_by_side" object (9 pairs in --quick, median within [min, max], both
 # outputs verified), and the terminal's line for it.
-#   cmake -DROOFTOP=<rooftop binary> -DOUT=<scratch directory> -P check_fusion.cmake
+#   cmake -DROOFTOP=<rooftop binary> [-DEMULATOR=<command>] -DOUT=<scratch directory> -P check_fusion.cmake
+# A cross build runs rooftop through its emulator (EMULATOR, its words joined by spaces).
+separate_arguments(rooftop UNIX_COMMAND "${EMULATOR}")
+list(APPEND rooftop "${ROOFTOP}")
 file(REMOVE_RECURSE "${OUT}")
-execute_process(COMMAND "${ROOFTOP}" --quick --ops chain_unfused,chain_fused --dtypes fp32 --sizes 262144 --out "${OUT}"
+execute_process(COMMAND ${rooftop} --quick --ops chain_unfused,chain_fused --dtypes fp32 --sizes 262144 --out "${OUT}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "expected exit status 0, got ${rc}\n${out}\n${err}")

@@ -8,9 +8,12 @@
 # Expected: exit status 0, the run's seed 0 kept (--seed 0 replays seed 0), the terminal's
 # lines, and report.json's "stores_side_by_side" with threshold 300000, 9 pairs and those two
 # verified entries, each median speedup within [min, max].
-#   cmake -DROOFTOP=<rooftop binary> -DOUT=<scratch directory> -P check_stores.cmake
+#   cmake -DROOFTOP=<rooftop binary> [-DEMULATOR=<command>] -DOUT=<scratch directory> -P check_stores.cmake
+# A cross build runs rooftop through its emulator (EMULATOR, its words joined by spaces).
+separate_arguments(rooftop UNIX_COMMAND "${EMULATOR}")
+list(APPEND rooftop "${ROOFTOP}")
 file(REMOVE_RECURSE "${OUT}")
-execute_process(COMMAND "${ROOFTOP}" --quick --ops copy,dot,relu --dtypes fp32 --sizes 65536,131072 --seed 0 --compare-stores --out "${OUT}"
+execute_process(COMMAND ${rooftop} --quick --ops copy,dot,relu --dtypes fp32 --sizes 65536,131072 --seed 0 --compare-stores --out "${OUT}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "expected exit status 0, got ${rc}\n${out}\n${err}")
@@ -52,7 +55,7 @@ foreach(i 0 1)
 endforeach()
 
 file(REMOVE_RECURSE "${OUT}")
-execute_process(COMMAND "${ROOFTOP}" --quick --ops transpose,transpose_naive --dtypes fp32 --sizes 512 --compare-stores --out "${OUT}"
+execute_process(COMMAND ${rooftop} --quick --ops transpose,transpose_naive --dtypes fp32 --sizes 512 --compare-stores --out "${OUT}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0 OR NOT out MATCHES "\n  transpose +fp32/512x512 +streamed +[0-9.]+ us, plain")
   message(FATAL_ERROR "expected exit status 0 and transpose's stores side by side, got ${rc}:\n${out}\n${err}")
