@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Cross build for 64-bit Arm Linux (AArch64: Neoverse, Grace, Graviton, A64FX) on an x86-64
-# Debian host, with Debian's cross compiler (crossbuild-essential-arm64), its AArch64 C and C++
+# Debian host, with Debian's cross compiler (g++-aarch64-linux-gnu), its AArch64 C and C++
 # libraries in /usr/aarch64-linux-gnu, and QEMU's user-mode emulator (qemu-user) to run what
 # it builds: the CMake preset `aarch64` (scripts/setup.sh --backend aarch64 installs them and
 # builds Kokkos with this file). ctest runs the tests through the emulator; the emulated
