@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -32,13 +33,29 @@ using namespace rooftop::harness;
 
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
+/// The comma-separated items of an option's value; an empty one (`triad,,dot`, a trailing
+/// comma) is refused, as a name left out by a slip of the keyboard.
+std::vector<std::string> split(const std::string& s, const char* option) {
   std::vector<std::string> out;
   std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  if (!s.empty() && s.back() == ',') out.emplace_back();
+  if (std::find(out.begin(), out.end(), "") != out.end())
+    throw std::invalid_argument(std::string(option) + " has an empty item in '" + s + "'");
   return out;
 }
+
+/// An op instance's seed: a function of the run's seed, the op, its dtype and shape, and the
+/// stage (the sweep's round, or one of the side-by-side stages below) only, so that `--seed S`
+/// with fewer ops, dtypes or sizes gives each instance the inputs it had in the run it replays.
+std::uint64_t instance_seed(std::uint64_t seed, const std::string& op, DType dtype, const Shape& shape, std::uint64_t stage) {
+  std::uint64_t h = hash64(seed, stage);
+  for (const char c : op) h = hash64(h, static_cast<unsigned char>(c));
+  h = hash64(h, static_cast<std::uint64_t>(dtype));
+  for (const std::int64_t extent : shape) h = hash64(h, static_cast<std::uint64_t>(extent));
+  return h;
+}
+constexpr std::uint64_t chains_stage = std::uint64_t{1} << 32, stores_stage = chains_stage + 1;  // after any round
 
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);
@@ -79,15 +96,31 @@ void report_roof_violations(const std::vector<Result>& results, const Ceilings& 
 /// host's, or on a GPU the device's where it is smaller: memory_for_arrays) before anything is
 /// allocated. They count each array the op touches once or twice (read, written, or both), so
 /// they can overstate its arrays by at most half: a bound that refuses sizes which would page
-/// or be killed, not a count of what the process needs (its inputs and outputs are also copied
-/// to the host for verification). (Kokkos 3.4 allocates a 4096^3 View of doubles with a span
-/// of 0 and no error; the stencil's first fill then wrote past it: a segmentation fault.)
-void require_fits_in_memory(const Exec& exec, double compulsory_bytes) {
+/// or be killed, not a count of what the process needs. (Kokkos 3.4 allocates a 4096^3 View of
+/// doubles with a span of 0 and no error; the stencil's first fill then wrote past it: a
+/// segmentation fault.) Then the verification after timing, which holds each element of the
+/// op's arrays as a double on the host: the compulsory bytes over the dtype's size, times 8,
+/// beside the arrays themselves where they are in host memory. Also a bound from below, so a
+/// size whose verification would be killed for memory, after minutes of timing, is refused
+/// before anything is allocated. `verified_bytes`: the compulsory bytes of what is verified at
+/// once, where that is less than all (two instances alive together, verified one at a time).
+void require_fits_in_memory(const Exec& exec, double compulsory_bytes, DType dtype, double verified_bytes = -1) {
   const auto [memory, whose] = memory_for_arrays(exec);
+  std::ostringstream msg;
+  msg << std::fixed << std::setprecision(1);
   if (memory > 0 && compulsory_bytes > memory) {
-    std::ostringstream msg;
-    msg << std::fixed << std::setprecision(1) << "cannot allocate: its " << compulsory_bytes * 1e-9
-        << " GB of compulsory bytes exceed the " << whose << " " << memory * 1e-9 << " GB of memory";
+    msg << "cannot allocate: its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes exceed the " << whose << " "
+        << memory * 1e-9 << " GB of memory";
+    throw std::length_error(msg.str());
+  }
+  const double host = host_memory_bytes();
+  const double element_bytes = dispatch_dtype(dtype, [](auto tag) { return sizeof(typename decltype(tag)::type); });
+  const double verification = (verified_bytes < 0 ? compulsory_bytes : verified_bytes) / element_bytes * sizeof(double);
+  constexpr bool arrays_on_host = std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
+  if (host > 0 && verification + (arrays_on_host ? compulsory_bytes : 0) > host) {
+    msg << "cannot verify: its float64 verification needs at least " << verification * 1e-9 << " GB of host memory";
+    if (arrays_on_host) msg << " beside its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes";
+    msg << ", more than the host's " << host * 1e-9 << " GB";
     throw std::length_error(msg.str());
   }
 }
@@ -102,8 +135,10 @@ struct ChainsSideBySide {
 ChainsSideBySide chains_side_by_side(const Exec& exec, DType dtype, const Shape& shape, std::uint64_t seed, int pairs) {
   const OpSpec* const unfused_spec = find_op("chain_unfused");
   const OpSpec* const fused_spec = find_op("chain_fused");
-  require_fits_in_memory(exec, unfused_spec->cost(dtype, shape).bytes + fused_spec->cost(dtype, shape).bytes);
-  const OpInstance unfused = unfused_spec->make(exec, dtype, shape, seed), fused = fused_spec->make(exec, dtype, shape, seed + 1);
+  const double unfused_bytes = unfused_spec->cost(dtype, shape).bytes, fused_bytes = fused_spec->cost(dtype, shape).bytes;
+  require_fits_in_memory(exec, unfused_bytes + fused_bytes, dtype, std::max(unfused_bytes, fused_bytes));
+  const OpInstance unfused = unfused_spec->make(exec, dtype, shape, instance_seed(seed, unfused_spec->name, dtype, shape, chains_stage)),
+                   fused = fused_spec->make(exec, dtype, shape, instance_seed(seed, fused_spec->name, dtype, shape, chains_stage));
   ChainsSideBySide out{time_alternated(exec, unfused.run, fused.run, 1, pairs), {}};
   if (std::string e = verify_fresh_run(exec, unfused); !e.empty()) out.verify_error = "chain_unfused: " + e;
   if (std::string e = verify_fresh_run(exec, fused); !e.empty())
@@ -124,8 +159,8 @@ StoresSideBySide stores_side_by_side(const Exec& exec, const OpSpec& spec, DType
     std::size_t bytes;
     ~Restore() { set_streaming_store_threshold(bytes); }
   } restore{streaming_store_threshold()};
-  require_fits_in_memory(exec, spec.cost(dtype, shape).bytes);
-  const OpInstance inst = spec.make(exec, dtype, shape, seed);
+  require_fits_in_memory(exec, spec.cost(dtype, shape).bytes, dtype);
+  const OpInstance inst = spec.make(exec, dtype, shape, instance_seed(seed, spec.name, dtype, shape, stores_stage));
   auto streamed = [&] {
     set_streaming_store_threshold(threshold);
     inst.run();
@@ -171,7 +206,10 @@ nlohmann::json stores_summary(const std::vector<std::pair<const Result*, StoresS
     if (!s.verify_error.empty()) entry["verify_error"] = s.verify_error;
     entries.push_back(entry);
   }
-  std::printf("  plain stores more than 5%% faster on %d of %zu, more than 5%% slower on %d\n", faster, compared.size(), slower);
+  if (compared.empty())
+    std::printf("  none compared: no verified result has a streamable output of %zu bytes or more (the threshold)\n", threshold);
+  else
+    std::printf("  plain stores more than 5%% faster on %d of %zu, more than 5%% slower on %d\n", faster, compared.size(), slower);
   return {{"streaming_store_threshold_bytes", threshold}, {"pairs", pairs}, {"plain_faster", faster}, {"plain_slower", slower},
           {"results", entries}};
 }
@@ -296,7 +334,7 @@ int run(Options opt, int& argc, char** argv) {
   // The lists as given, each name once: a name given twice is refused (it would run, and pair
   // in the fusion's side by side, twice).
   auto names = [](const std::string& list, const char* option) {
-    const std::vector<std::string> out = split(list);
+    const std::vector<std::string> out = split(list, option);
     if (out.empty()) throw std::invalid_argument(std::string(option) + " names nothing to run");
     for (std::size_t i = 0; i < out.size(); ++i)
       if (std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(i), out[i]) != out.begin() + static_cast<std::ptrdiff_t>(i))
@@ -337,7 +375,17 @@ int run(Options opt, int& argc, char** argv) {
       for (DType d : s->dtypes) supported += (supported.empty() ? "" : ", ") + std::string(dtype_name(d));
       std::printf("note: %s runs in %s only, none of them in --dtypes: left out\n", s->name.c_str(), supported.c_str());
     }
-  std::filesystem::create_directories(opt.out);
+  if (opt.compare_stores && !host_streaming_threshold<Exec>())
+    throw std::invalid_argument(rooftop::detail::host_streams<Exec>
+                                    ? "--compare-stores: ROOFTOP_STREAMING_STORE_THRESHOLD=never leaves no streaming stores to compare"
+                                    : "--compare-stores: this backend writes no output with streaming stores (host x86 backends only)");
+  // The last check: --out is made only for a run that is not refused.
+  try {
+    if (opt.out.empty()) throw std::invalid_argument("--out names no directory");
+    std::filesystem::create_directories(opt.out);
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw std::invalid_argument("cannot make the --out directory '" + opt.out + "': " + e.code().message());
+  }
   const std::string json_path = opt.out + "/report.json", csv_path = opt.out + "/report.csv", svg_path = opt.out + "/roofline.svg";
   // Checked now, not after a sweep of many minutes: each of the report's files can be written
   // as write_files does it (path.tmp, renamed into place), so an earlier report stays until it
@@ -364,10 +412,6 @@ int run(Options opt, int& argc, char** argv) {
   const std::string pages = opt.pages == "huge" ? use_huge_pages_for_host_views()
                                                 : "system default pages (THP " + transparent_huge_pages_mode() + ", --pages system)";
   Exec exec;
-  if (opt.compare_stores && !host_streaming_threshold<Exec>())
-    throw std::invalid_argument(rooftop::detail::host_streams<Exec>
-                                    ? "--compare-stores: ROOFTOP_STREAMING_STORE_THRESHOLD=never leaves no streaming stores to compare"
-                                    : "--compare-stores: this backend writes no output with streaming stores (host x86 backends only)");
   SystemInfo sys{backend_name, compat::kokkos_version(), device_name(exec), __VERSION__, ROOFTOP_GIT, utc_timestamp(),
                  compat::concurrency(exec), pages, -1, host_streaming_threshold<Exec>()};
   std::printf("rooftop roofline harness: %s backend, Kokkos %s, %s, %d threads, seed %llu%s\n", sys.backend.c_str(),
@@ -481,6 +525,10 @@ int run(Options opt, int& argc, char** argv) {
                            {"rounds_measured", rounds_measured[k]}});
     for (const nlohmann::json& e : after_sweep_errors) errored.push_back(e);
     if (!errored.empty()) report["errors"] = errored;
+    // A run that measured nothing (every instance refused) would push a good earlier report
+    // out to .prev, and a second such run would replace it: its errors are printed instead.
+    if (done.empty() && !previous_kept)
+      throw std::runtime_error("nothing was measured, so the earlier report in " + opt.out + " is left as it was");
     // Tried once (checked at start-up, so only a change since can fail it): keep_previous
     // leaves the earlier report as it found it, and this run's is then not written over it.
     if (!previous_kept && keep_error.empty()) {
@@ -512,8 +560,8 @@ int run(Options opt, int& argc, char** argv) {
       char tag[48];
       std::snprintf(tag, sizeof tag, "[%zu/%zu]", k + 1, plan.size());
       try {
-        require_fits_in_memory(exec, p.spec->cost(p.dtype, p.shape).bytes);
-        OpInstance inst = p.spec->make(exec, p.dtype, p.shape, seed + round * plan.size() + k);
+        require_fits_in_memory(exec, p.spec->cost(p.dtype, p.shape).bytes, p.dtype);
+        OpInstance inst = p.spec->make(exec, p.dtype, p.shape, instance_seed(seed, p.spec->name, p.dtype, p.shape, round));
         Result r;
         r.op = p.spec->name;
         r.dtype = p.dtype;
@@ -572,6 +620,23 @@ int run(Options opt, int& argc, char** argv) {
     std::printf("Best of %d rounds, under the best ceilings:\n", opt.rounds);
     print_header();
     for (const Result& r : done) print_row("", r);
+  } else {
+    // One round: its rows were placed under the ceilings measured before it. Those that the
+    // ceilings measured after it move (to another whole percent, or another bound) are
+    // printed again as the report has them.
+    auto percent = [](double fraction) { return std::lround(100 * fraction); };
+    bool moved = false;
+    for (std::size_t k = 0, i = 0; k < plan.size(); ++k) {
+      if (rounds_measured[k] == 0) continue;
+      const Result &now = done[i++], &printed = results[k];
+      if (percent(now.roof_fraction) == percent(printed.roof_fraction) && now.bound == printed.bound &&
+          percent(now.paired_roof_fraction) == percent(printed.paired_roof_fraction))
+        continue;
+      if (!moved) std::printf("Placed again under the ceilings measured after the round (the rows above that moved):\n");
+      if (!moved) print_header();
+      moved = true;
+      print_row("", now);
+    }
   }
   std::printf("(bandwidth ceilings: best of the measurements around each round and of %d ceiling-kernel runs\n"
               " interleaved with the ops' timed runs)\n",
@@ -590,10 +655,9 @@ int run(Options opt, int& argc, char** argv) {
     if (!unfused_ran) continue;
     if (!side_by_side_tried) std::printf("\nTiming chain_unfused and chain_fused side by side...\n");
     progress(dtype_and_shape(fused));
-    // Seeds after the sweep's: two for each pair of instances.
-    const std::uint64_t pair_seed = seed + opt.rounds * plan.size() + 2 * side_by_side_tried++;
+    ++side_by_side_tried;
     try {
-      const ChainsSideBySide s = chains_side_by_side(exec, fused.dtype, fused.shape, pair_seed, opt.quick ? 9 : 25);
+      const ChainsSideBySide s = chains_side_by_side(exec, fused.dtype, fused.shape, seed, opt.quick ? 9 : 25);
       side_by_side_failures += !s.verify_error.empty();
       side_by_side.emplace(dtype_and_shape(fused), s);
     } catch (const std::exception& e) {
@@ -620,8 +684,7 @@ int run(Options opt, int& argc, char** argv) {
       const Result& r = done[k];
       if (!r.verified || r.streamable_output_bytes == 0 || r.streamable_output_bytes < static_cast<double>(threshold)) continue;
       try {
-        const std::uint64_t stores_seed = seed + (opt.rounds + 1) * plan.size() + k;  // after the sweep's and the chains'
-        compared.emplace_back(&r, stores_side_by_side(exec, *find_op(r.op), r.dtype, r.shape, stores_seed, pairs, threshold));
+        compared.emplace_back(&r, stores_side_by_side(exec, *find_op(r.op), r.dtype, r.shape, seed, pairs, threshold));
         stores_failures += !compared.back().second.verify_error.empty();
         print_stores(r, compared.back().second);
       } catch (const std::exception& e) {
@@ -709,7 +772,7 @@ int main(int argc, char** argv) {
   app.add_flag("--compare-stores", opt.compare_stores,
                "After the sweep, time each result whose outputs may be streamed again with streaming and with plain stores "
                "side by side (x86 hosts), to choose ROOFTOP_STREAMING_STORE_THRESHOLD");
-  app.allow_extras();  // --kokkos-* arguments are Kokkos's
+  app.allow_extras();  // --kokkos-* arguments are Kokkos's (it ignores names it does not know)
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -728,7 +791,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   for (const auto& extra : app.remaining())
-    if (extra.rfind("--kokkos", 0) != 0) {
+    if (extra.rfind("--kokkos-", 0) != 0) {
       std::fprintf(stderr, "rooftop: unknown argument '%s' (see --help)\n", extra.c_str());
       return 2;
     }

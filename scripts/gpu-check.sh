@@ -6,8 +6,9 @@
 #
 #   scripts/gpu-check.sh [--bin DIR] [--out DIR] STEP [args...]
 #
-#   tests [binaries...]        every test binary (or those named), pass/fail -> tests.log (each
-#                              stopped after GPU_CHECK_TEST_TIMEOUT seconds, default 300: FAIL)
+#   tests [binaries...]        every test binary, pass/fail -> tests.log (each stopped after
+#                              GPU_CHECK_TEST_TIMEOUT seconds, default 300: FAIL); those named
+#                              only -> tests-<names>.log, recorded apart from the whole step's
 #   sanitizer [binaries...]    the same under compute-sanitizer -> sanitizer.log (memcheck;
 #                              SANITIZER_TOOL=racecheck: shared-memory races -> sanitizer-racecheck.log)
 #   roofline [rooftop args...] the harness -> report.json, report.csv, roofline.svg
@@ -65,7 +66,7 @@ failed_steps=0
 status() {
   case "$2" in FAIL*) failed_steps=$((failed_steps + 1)) ;; esac
   touch "$out/status.txt"
-  { grep -v "^$1:" "$out/status.txt" || true; echo "$1: $2"; } > "$out/status.txt.new"
+  { awk -v key="$1: " 'index($0, key) != 1' "$out/status.txt"; echo "$1: $2"; } > "$out/status.txt.new"
   mv "$out/status.txt.new" "$out/status.txt"
   echo "[gpu-check] $1: $2" >&2
 }
@@ -73,6 +74,22 @@ status() {
 test_binaries() {
   if [ $# -gt 0 ]; then for t in "$@"; do echo "$bin/$(basename "$t")"; done; return; fi
   ls "$bin"/test_* 2>/dev/null || true
+}
+
+# run_step_tests NAME [wrapper...] -- [binaries...]: run_tests for the step NAME, into NAME.log.
+# Binaries named (a rerun of some) go under the key "NAME (their names)" into
+# NAME-<names>.log, so that they do not replace the record of the whole step's run.
+run_step_tests() {
+  local name=$1 args=("${@:2}") names=() t
+  local i=0
+  while [ "${args[$i]}" != "--" ]; do i=$((i + 1)); done
+  for t in "${args[@]:$((i + 1))}"; do names+=("$(basename "$t")"); done
+  if [ ${#names[@]} -eq 0 ]; then
+    run_tests "$name" "$out/$name.log" "${args[@]}"
+  else
+    local joined="${names[*]}"
+    run_tests "$name ($joined)" "$out/$name-${joined// /-}.log" "${args[@]}"
+  fi
 }
 
 # run_tests NAME LOG [wrapper...] -- [binaries...]: each binary under the wrapper; one status line.
@@ -115,13 +132,13 @@ run_tests() {
 
 do_step() {
   case "$1" in
-    tests) shift; run_tests tests "$out/tests.log" -- "$@" ;;
+    tests) shift; run_step_tests tests -- "$@" ;;
     sanitizer)
       shift
       command -v compute-sanitizer >/dev/null || { status sanitizer "FAIL: compute-sanitizer not found"; return; }
       local tool="${SANITIZER_TOOL:-memcheck}" name=sanitizer
       [ "$tool" = memcheck ] || name="sanitizer-$tool"
-      run_tests "$name" "$out/$name.log" compute-sanitizer --tool "$tool" --error-exitcode 99 -- "$@" ;;
+      run_step_tests "$name" compute-sanitizer --tool "$tool" --error-exitcode 99 -- "$@" ;;
     roofline)
       shift
       local rc=0

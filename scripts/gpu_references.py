@@ -176,6 +176,8 @@ def main():
     ap.add_argument("--reps", type=int, default=25)
     ap.add_argument("--min-seconds", type=float, default=0.25)
     args = ap.parse_args()
+    if args.reps < 1 or args.min_seconds < 0:
+        ap.error("--reps must be 1 or more and --min-seconds 0 or more")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit(f"gpu_references: --device {args.device}, but PyTorch {torch.__version__} sees no CUDA device "
                  "(a CPU-only build, or one too old for the driver?)")
@@ -186,6 +188,10 @@ def main():
     with open(args.report) as f:
         report = json.load(f)
     wanted = set(filter(None, args.ops.split(",")))
+    in_report = sorted({r["op"] for r in report["ops"]})
+    unknown = sorted(wanted - set(in_report))
+    if unknown:  # a misspelt name would otherwise time nothing and still pass
+        ap.error(f"--ops names {', '.join(unknown)}, not in {args.report} (its ops: {', '.join(in_report) or 'none'})")
     timer = Timer(args.device)
     device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
 
@@ -233,6 +239,9 @@ def main():
 
     save()
     print(f"[references] wrote {args.out}", file=sys.stderr)
+    if not out["ops"]:
+        sys.exit(f"gpu_references: no result of {args.report}" + (f" among --ops {args.ops}" if wanted else "") +
+                 " has a PyTorch counterpart: nothing was compared")
 
 
 if __name__ == "__main__":

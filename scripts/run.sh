@@ -10,20 +10,22 @@
 # ROOFTOP_PRESET selects the CMake preset: openmp (the default), serial, portable (OpenMP
 # without -march=native), avx2 (OpenMP for AVX2 hosts without AVX-512), clang (OpenMP built
 # with Clang), aarch64 (64-bit Arm, cross-built and run under QEMU; no bench) or cuda.
+# Paths given to roofline and bench (--out, --benchmark_out) are taken from the directory
+# run.sh is run in, as the binaries' own would be.
 set -euo pipefail
+caller="$PWD"
 cd "$(dirname "$0")/.."
+repo="$PWD"
 what="${1:-}"
 [ $# -gt 0 ] && shift
 case "$what" in
   roofline|test|bench|build) ;;
-  *) sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 preset="${ROOFTOP_PRESET:-openmp}"
-# A cross build's binaries run under the emulator its toolchain file names (ctest adds it itself).
-emulator=()
-if [ "$preset" = aarch64 ]; then
-  emulator=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
-  [ "$what" = bench ] && { echo "run.sh: the aarch64 preset builds no benchmark suite (Google Benchmark is not installed for Arm)" >&2; exit 2; }
+if [ "$preset" = aarch64 ] && [ "$what" = bench ]; then
+  echo "run.sh: the aarch64 preset builds no benchmark suite (Google Benchmark is not installed for Arm)" >&2
+  exit 2
 fi
 
 kokkos_root=$(scripts/setup.sh --backend "$preset" | sed -n 's/^KOKKOS_ROOT=//p')
@@ -49,11 +51,16 @@ if [ "$status" -ne 0 ]; then
   exit 1
 fi
 
+# A cross build's binaries run under the emulator its toolchain file names, which CMake keeps
+# in the build folder's cache as a ;-list (ctest adds it itself).
+emulator=()
+IFS=";" read -r -a emulator < <(sed -n 's/^CMAKE_CROSSCOMPILING_EMULATOR:[A-Z]*=//p' "build/$preset/CMakeCache.txt") || true
+
 # Pinned threads: stable bandwidth figures, and no Kokkos warning.
 export OMP_PROC_BIND="${OMP_PROC_BIND:-spread}" OMP_PLACES="${OMP_PLACES:-threads}"
 case "$what" in
-  roofline) exec ${emulator[@]+"${emulator[@]}"} "build/$preset/bin/rooftop" "$@" ;;
+  roofline) cd "$caller" && exec ${emulator[@]+"${emulator[@]}"} "$repo/build/$preset/bin/rooftop" "$@" ;;
   test) exec ctest --preset "$preset" "$@" ;;
-  bench) exec "build/$preset/bin/rooftop_bench" "$@" ;;
+  bench) cd "$caller" && exec "$repo/build/$preset/bin/rooftop_bench" "$@" ;;
   build) echo "[run] built build/$preset/bin: $(ls "build/$preset/bin" | tr '\n' ' ')" >&2 ;;
 esac

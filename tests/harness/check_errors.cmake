@@ -3,9 +3,12 @@
 # cannot be allocated, beside copy at 1000. Expected: exit status 1, the small copy measured
 # and verified in report.json, the large one listed under "errors" with its message. Then copy
 # of doubles filling 0.7 of the host's memory (its two arrays, its compulsory bytes, 1.4 of it:
-# more than the memory, though half of them is not) refused before anything is allocated, and
-# the first run's report kept as report.prev.json beside the second's. Last, an earlier report
-# that cannot be kept, refused at start-up; bad arguments refused with exit status 2.
+# more than the memory, though half of them is not) refused before anything is allocated
+# beside copy at 2000, and the first run's report kept as report.prev.json beside the second's
+# (and an fp16 copy whose arrays fit but whose float64 verification would not, refused too);
+# a third run of the refused size alone measures nothing and writes no report over those two.
+# Last, an earlier report that cannot be kept, refused at start-up; bad arguments refused with
+# exit status 2.
 #   cmake -DROOFTOP=<rooftop binary> [-DEMULATOR=<command>] -DOUT=<scratch directory> -P check_errors.cmake
 # A cross build runs rooftop through its emulator (EMULATOR, its words joined by spaces).
 separate_arguments(rooftop UNIX_COMMAND "${EMULATOR}")
@@ -35,8 +38,9 @@ if(NOT errors EQUAL 1 OR NOT shape STREQUAL "1000000000000000" OR NOT error MATC
 endif()
 file(READ /proc/meminfo meminfo)
 if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
-  math(EXPR n "${CMAKE_MATCH_1} * 1024 / 8 * 70 / 100")
-  execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes ${n} --out "${OUT}"
+  set(memory_kb ${CMAKE_MATCH_1})
+  math(EXPR n "${memory_kb} * 1024 / 8 * 70 / 100")
+  execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes 2000,${n} --out "${OUT}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 1 OR NOT out MATCHES "copy +fp64/${n} +FAILED: cannot allocate: its [0-9.]+ GB of compulsory bytes exceed the host's [0-9.]+ GB of memory")
     message(FATAL_ERROR "copy at ${n} doubles was not refused before allocation (exit status ${rc}):\n${out}\n${err}")
@@ -50,6 +54,24 @@ if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
   string(JSON shape GET "${previous}" ops 0 shape 0)
   if(NOT shape EQUAL 1000)
     message(FATAL_ERROR "report.prev.json is not the first run's report (copy at 1000):\n${previous}")
+  endif()
+  # fp16 copy whose arrays take 0.3 of the memory: they fit, but its float64 verification
+  # (8 bytes for each 2 of theirs) would not, so it is refused before allocating too.
+  math(EXPR n16 "${memory_kb} * 1024 * 3 / 40")
+  execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp16 --sizes ${n16} --out "${OUT}-fp16"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  file(REMOVE_RECURSE "${OUT}-fp16")
+  if(NOT rc EQUAL 1 OR NOT out MATCHES "copy +fp16/${n16} +FAILED: cannot verify: its float64 verification needs at least [0-9.]+ GB of host memory")
+    message(FATAL_ERROR "copy fp16 at ${n16} was not refused for its verification's memory (exit status ${rc}):\n${out}\n${err}")
+  endif()
+  file(READ "${OUT}/report.json" second)
+  execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes ${n} --out "${OUT}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  file(READ "${OUT}/report.json" json)
+  file(READ "${OUT}/report.prev.json" kept)
+  if(NOT rc EQUAL 1 OR NOT out MATCHES "nothing was measured, so the earlier report in [^\n]* is left as it was"
+     OR NOT json STREQUAL second OR NOT kept STREQUAL previous)
+    message(FATAL_ERROR "a run that measured nothing replaced or moved the earlier reports (exit status ${rc}):\n${out}\n${err}")
   endif()
 endif()
 # An earlier report that cannot be kept (report.prev.csv a directory, which report.csv cannot
@@ -77,7 +99,8 @@ endif()
 file(REMOVE_RECURSE "${OUT}")
 foreach(case "--sizes;1000,0|--sizes: expected a positive whole number, got '0'"
              "--sizes;1000;--pages;foo|--pages: foo not in" "--sizes;1000;--rounds;x|--rounds: expected a positive whole number, got 'x'"
-             "--sizes;1000;--ops;nope|unknown op 'nope'")
+             "--sizes;1000;--ops;nope|unknown op 'nope'" "--sizes;1000;--ops;copy,,copy|--ops has an empty item in 'copy,,copy'"
+             "--sizes;1000;--ops;copy,|--ops has an empty item in 'copy,'" "--sizes;1000;--kokkos|unknown argument '--kokkos'")
   string(REPLACE "|" ";" parts "${case}")
   list(POP_BACK parts expected)
   if(NOT parts MATCHES "--ops")
@@ -89,8 +112,16 @@ foreach(case "--sizes;1000,0|--sizes: expected a positive whole number, got '0'"
     message(FATAL_ERROR "rooftop ${parts}: expected exit status 2 and '${expected}', got ${rc}\n${out}\n${err}")
   endif()
 endforeach()
+# An --out that cannot be made (a file of that name) is a bad argument too.
+file(WRITE "${OUT}.file" "")
+execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes 1000 --out "${OUT}.file"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+file(REMOVE "${OUT}.file")
+if(NOT rc EQUAL 2 OR NOT err MATCHES "cannot make the --out directory")
+  message(FATAL_ERROR "rooftop --out <a file>: expected exit status 2, got ${rc}\n${out}\n${err}")
+endif()
 execute_process(COMMAND ${rooftop} --help RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "rooftop --help: expected exit status 0, got ${rc}")
 endif()
-message(STATUS "ok: the failed instances reported, the sweep went on, exit status 1; an earlier report that cannot be kept is refused at start-up; bad arguments exit 2")
+message(STATUS "ok: the failed instances reported, the sweep went on, exit status 1; a run that measured nothing writes no report; an earlier report that cannot be kept is refused at start-up; bad arguments exit 2")
