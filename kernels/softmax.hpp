@@ -12,7 +12,8 @@
 /// code (softmax_row_vector, backends/cpu/softmax_row.hpp), and large outputs of whole-line
 /// rows go a run of rows at a time, each row's output streamed beside the next row's
 /// exponentials (softmax_row_runs); fewer rows than threads, if long, are cut into pieces
-/// the threads share (softmax_split_rows). On GPUs rows are held in registers
+/// the threads share (softmax_split_rows: rounded otherwise than the whole row, so those rows'
+/// last bits depend on the thread count and the number of rows). On GPUs rows are held in registers
 /// (SoftmaxRegisterRows, core/register_rows.hpp): rows of up to 16384 entries are read once and
 /// written once.
 /// -Inf entries (masked) get 0. A row whose entries are all -Inf gets all 0 (there is nothing
