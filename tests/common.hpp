@@ -157,6 +157,15 @@ Matrix<T> poisoned_matrix(std::int64_t rows, std::int64_t cols) {
   return m;
 }
 
+/// An output filled with 7, a finite value no check that uses it expects: for outputs that
+/// should be NaN, where a NaN poison could not tell a NaN written from an entry left unwritten.
+template <class T>
+Matrix<T> sentinel_matrix(std::int64_t rows, std::int64_t cols) {
+  Matrix<T> m("rooftop::test::out", rows, cols);
+  Kokkos::deep_copy(m, T(7.0f));
+  return m;
+}
+
 /// A LayoutRight copy of v in its own memory space.
 template <class View, std::size_t... r>
 auto contiguous_copy(const View& v, std::index_sequence<r...>) {

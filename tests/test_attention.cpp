@@ -145,7 +145,10 @@ void check_matrix_attention() {
   CAPTURE(Matrix::warps);
   CAPTURE(Matrix::keys);
   constexpr int lanes = detail::matrix_tile_lanes<Exec>;
-  if (test::max_team_size() < Matrix::warps * lanes) return;  // (checked with fewer warps too)
+  if (test::max_team_size() < Matrix::warps * lanes) {  // (checked with fewer warps too)
+    MESSAGE("skipped: teams of " << Matrix::warps * lanes << " threads; this backend's teams hold " << test::max_team_size());
+    return;
+  }
   for (const bool causal : {false, true}) {
     for (const std::int64_t s : {1, 13, 69, 200}) run_and_check<T, D, Matrix>(Dims{2, 2, s, s, D}, 1.0f / std::sqrt(float(D)), causal);
     const std::int64_t unequal[][2] = {{13, 200}, {200, 13}, {69, 1}, {1, 69}};

@@ -388,6 +388,7 @@ TEST_CASE_TEMPLATE("gemm's matrix-unit driver (tensor-core tiles; emulated off G
   batched(OneTile{});
   constexpr int warps = MatrixGemmTiles::warps_m * MatrixGemmTiles::warps_n;
   if (test::max_team_size() >= warps * detail::matrix_tile_lanes<Exec>) batched(MatrixGemmTiles{});
+  else MESSAGE("MatrixGemmTiles skipped: teams of " << warps * detail::matrix_tile_lanes<Exec> << " threads; this backend's hold " << test::max_team_size());
 }
 
 /// Runs the harness's matrix-unit peak kernel with teams of `warps` warps and checks what it
@@ -419,6 +420,7 @@ TEST_CASE_TEMPLATE("the harness's matrix-unit peak kernel computes its chains of
   check_matrix_chains<T, 1>();
   constexpr int lanes = detail::matrix_tile_lanes<Exec>;
   if (test::max_team_size() >= 4 * lanes) check_matrix_chains<T, 4>();  // the harness's teams
+  else MESSAGE("teams of 4 warps skipped: they need " << 4 * lanes << " threads; this backend's teams hold " << test::max_team_size());
 }
 
 /// The harness's FP32/FP64 peak kernel: every work item's chains start at 1 + 1e-3 (c + i % 7),

@@ -279,8 +279,8 @@ TEST_CASE_TEMPLATE("spmv: alpha Inf or NaN gives NaN on empty rows (alpha times 
 }
 
 TEST_CASE_TEMPLATE("spmv: alpha == 0 gives beta * y, reading neither A nor x (Inf, NaN there)", T, ROOFTOP_DTYPES) {
-  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  const auto A = csr_from_host<T, std::int32_t, Memory>(5, 3, {0, 2, 2, 3, 5, 6}, {0, 2, 1, 0, 1, 2}, {1, inf, -3, nan, 4, 2});
+  const std::vector<double> values = {1, std::numeric_limits<double>::infinity(), -3, std::numeric_limits<double>::quiet_NaN(), 4, 2};
+  const auto A = csr_from_host<T, std::int32_t, Memory>(5, 3, {0, 2, 2, 3, 5, 6}, {0, 2, 1, 0, 1, 2}, values);
   const auto x = test::poisoned_vector<T>(3);
   const auto y = test::random_vector<T>(5);
   const auto y0 = host(y);

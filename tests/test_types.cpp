@@ -43,6 +43,19 @@ std::uint16_t nearest_half(double d) {
   return static_cast<std::uint16_t>(sign | best);
 }
 
+/// The bf16 nearest to a finite float, ties to even, found by distances in double rather than
+/// by bf16(float)'s carry into the upper half: the float's bits truncated (toward zero) or the
+/// next bf16 away from zero, whose value past the largest finite one is 2^128 (so the overflow
+/// threshold sits half way, where round to nearest even puts it).
+std::uint16_t nearest_bf16(float f) {
+  const std::uint32_t down = compat::bit_cast<std::uint32_t>(f) & 0xffff0000u, up = down + 0x10000u;
+  const double a = std::fabs(static_cast<double>(f));
+  const double below = a - std::fabs(static_cast<double>(from_bits32(down)));
+  const double above = ((up & 0x7fffffffu) == 0x7f800000u ? 0x1p128 : std::fabs(static_cast<double>(from_bits32(up)))) - a;
+  const bool round_up = above < below || (above == below && (down & 0x10000u));
+  return static_cast<std::uint16_t>((round_up ? up : down) >> 16);
+}
+
 // A finite float of any sign and normal exponent for the narrowing tests; half of them with the
 // low 16 bits (what bf16 drops) at a rounding boundary: zero, one, just below, at and just above
 // the tie, the largest, where a wrong carry or tie rule shows.
@@ -101,6 +114,15 @@ TEST_CASE("fp16: random floats round to the nearest half") {
     const std::uint32_t exponent = 97 + static_cast<std::uint32_t>(rng() % 48);
     const float f = from_bits32(u | (exponent << 23));
     REQUIRE_MESSAGE(fp16(f).bits == nearest_half(f), "f = " << f);
+  }
+}
+
+TEST_CASE("bf16: random floats round to the nearest bf16, subnormal ones too") {
+  std::mt19937_64 rng(test::next_seed());
+  for (int i = 0; i < 200000; ++i) {
+    float f = narrowing_input(rng);
+    if (i % 8 == 0) f = from_bits32(compat::bit_cast<std::uint32_t>(f) & 0x807fffffu);  // subnormal (or zero)
+    REQUIRE_MESSAGE(bf16(f).bits == nearest_bf16(f), "f = " << f << " (bits " << std::hex << compat::bit_cast<std::uint32_t>(f) << ")");
   }
 }
 
