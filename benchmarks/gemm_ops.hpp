@@ -114,6 +114,13 @@ OpInstance product(const Exec& exec, const Shape& shape, std::uint64_t seed, boo
   return op;
 }
 
+/// The host bytes product's verification holds at once: A, B (twice where it is transposed),
+/// C, the float64 product and its magnitudes, all as doubles.
+inline double verification_bytes(DType, const Shape& sh) {
+  const double m = static_cast<double>(sh[0]), n = static_cast<double>(sh[1]), k = static_cast<double>(sh[2]);
+  return sizeof(double) * (m * k + 2 * k * n + 3 * m * n);
+}
+
 }  // namespace gemm_entry
 
 /// Appends gemm to the op table.
@@ -130,6 +137,7 @@ inline void append_gemm_ops(std::vector<OpSpec>& t) {
     return std::vector<Shape>{{n, n, n}};
   };
   s.shapes_of_size = [](std::int64_t n) { return std::vector<Shape>{{n, n, n}}; };
+  s.verification_bytes = gemm_entry::verification_bytes;
   t.push_back(s);
 
   // A decode step: 1 and 8 tokens times a square weight that fills the working set (memory-
@@ -145,6 +153,7 @@ inline void append_gemm_ops(std::vector<OpSpec>& t) {
     return std::vector<Shape>{{1, n, n}, {8, n, n}};
   };
   lin.shapes_of_size = [](std::int64_t n) { return std::vector<Shape>{{1, n, n}, {8, n, n}}; };
+  lin.verification_bytes = gemm_entry::verification_bytes;
   t.push_back(lin);
 }
 

@@ -291,6 +291,10 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
           return op;
         });
     s.sizing = by_dtype([](auto tag, const Shape& s) { return embedding_cost<typename decltype(tag)::type, std::int64_t>(s[0], s[1]); });
+    // The whole table, the output and the expected output as doubles, and the ids.
+    s.verification_bytes = [](DType, const Shape& s) {
+      return static_cast<double>(vocab * s[1] + 2 * s[0] * s[1]) * sizeof(double) + static_cast<double>(s[0]) * sizeof(std::int64_t);
+    };
     s.cache_sizes = false;
     t.push_back(s);
   }

@@ -86,6 +86,18 @@ struct OpSpec {
   std::function<std::vector<Shape>(DType, double working_set)> shapes_at;
   /// When set, the shapes `--sizes n` means for such an op (e.g. an n^3 grid, an n x n GEMM).
   std::function<std::vector<Shape>(std::int64_t n)> shapes_of_size;
+  /// When set, the host bytes the op's float64 verification holds at once, for ops whose
+  /// reference needs more than their compulsory elements as doubles (a product beside its
+  /// operands, a table of which the compulsory bytes count only the rows gathered).
+  std::function<double(DType, const Shape&)> verification_bytes;
+
+  /// The host bytes its verification after timing holds: `verification_bytes` where set, else
+  /// each compulsory element as a double (a bound from below).
+  double verification_bytes_at(DType d, const Shape& shape) const {
+    if (verification_bytes) return verification_bytes(d, shape);
+    const double element_bytes = dispatch_dtype(d, [](auto tag) { return sizeof(typename decltype(tag)::type); });
+    return cost(d, shape).bytes / element_bytes * sizeof(double);
+  }
 
   /// Shapes whose compulsory bytes are about `working_set` (at least one element or row): the
   /// bytes of one more element or row, after those paid once per call (a norm's weight and

@@ -98,13 +98,11 @@ void report_roof_violations(const std::vector<Result>& results, const Ceilings& 
 /// they can overstate its arrays by at most half: a bound that refuses sizes which would page
 /// or be killed, not a count of what the process needs. (Kokkos 3.4 allocates a 4096^3 View of
 /// doubles with a span of 0 and no error; the stencil's first fill then wrote past it: a
-/// segmentation fault.) Then the verification after timing, which holds each element of the
-/// op's arrays as a double on the host: the compulsory bytes over the dtype's size, times 8,
-/// beside the arrays themselves where they are in host memory. Also a bound from below, so a
-/// size whose verification would be killed for memory, after minutes of timing, is refused
-/// before anything is allocated. `verified_bytes`: the compulsory bytes of what is verified at
-/// once, where that is less than all (two instances alive together, verified one at a time).
-void require_fits_in_memory(const Exec& exec, double compulsory_bytes, DType dtype, double verified_bytes = -1) {
+/// segmentation fault.) Then the verification after timing, which holds the op's arrays as
+/// doubles on the host (OpSpec::verification_bytes_at, `verification_bytes`) beside the arrays
+/// themselves where they are in host memory: a size whose verification would be killed for
+/// memory, after minutes of timing, is refused before anything is allocated.
+void require_fits_in_memory(const Exec& exec, double compulsory_bytes, double verification_bytes) {
   const auto [memory, whose] = memory_for_arrays(exec);
   std::ostringstream msg;
   msg << std::fixed << std::setprecision(1);
@@ -114,11 +112,9 @@ void require_fits_in_memory(const Exec& exec, double compulsory_bytes, DType dty
     throw std::length_error(msg.str());
   }
   const double host = host_memory_bytes();
-  const double element_bytes = dispatch_dtype(dtype, [](auto tag) { return sizeof(typename decltype(tag)::type); });
-  const double verification = (verified_bytes < 0 ? compulsory_bytes : verified_bytes) / element_bytes * sizeof(double);
   constexpr bool arrays_on_host = std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
-  if (host > 0 && verification + (arrays_on_host ? compulsory_bytes : 0) > host) {
-    msg << "cannot verify: its float64 verification needs at least " << verification * 1e-9 << " GB of host memory";
+  if (host > 0 && verification_bytes + (arrays_on_host ? compulsory_bytes : 0) > host) {
+    msg << "cannot verify: its float64 verification needs at least " << verification_bytes * 1e-9 << " GB of host memory";
     if (arrays_on_host) msg << " beside its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes";
     msg << ", more than the host's " << host * 1e-9 << " GB";
     throw std::length_error(msg.str());
@@ -136,7 +132,9 @@ ChainsSideBySide chains_side_by_side(const Exec& exec, DType dtype, const Shape&
   const OpSpec* const unfused_spec = find_op("chain_unfused");
   const OpSpec* const fused_spec = find_op("chain_fused");
   const double unfused_bytes = unfused_spec->cost(dtype, shape).bytes, fused_bytes = fused_spec->cost(dtype, shape).bytes;
-  require_fits_in_memory(exec, unfused_bytes + fused_bytes, dtype, std::max(unfused_bytes, fused_bytes));
+  // Alive together, verified one at a time.
+  require_fits_in_memory(exec, unfused_bytes + fused_bytes,
+                         std::max(unfused_spec->verification_bytes_at(dtype, shape), fused_spec->verification_bytes_at(dtype, shape)));
   const OpInstance unfused = unfused_spec->make(exec, dtype, shape, instance_seed(seed, unfused_spec->name, dtype, shape, chains_stage)),
                    fused = fused_spec->make(exec, dtype, shape, instance_seed(seed, fused_spec->name, dtype, shape, chains_stage));
   ChainsSideBySide out{time_alternated(exec, unfused.run, fused.run, 1, pairs), {}};
@@ -159,7 +157,7 @@ StoresSideBySide stores_side_by_side(const Exec& exec, const OpSpec& spec, DType
     std::size_t bytes;
     ~Restore() { set_streaming_store_threshold(bytes); }
   } restore{streaming_store_threshold()};
-  require_fits_in_memory(exec, spec.cost(dtype, shape).bytes, dtype);
+  require_fits_in_memory(exec, spec.cost(dtype, shape).bytes, spec.verification_bytes_at(dtype, shape));
   const OpInstance inst = spec.make(exec, dtype, shape, instance_seed(seed, spec.name, dtype, shape, stores_stage));
   auto streamed = [&] {
     set_streaming_store_threshold(threshold);
@@ -379,6 +377,13 @@ int run(Options opt, int& argc, char** argv) {
     throw std::invalid_argument(rooftop::detail::host_streams<Exec>
                                     ? "--compare-stores: ROOFTOP_STREAMING_STORE_THRESHOLD=never leaves no streaming stores to compare"
                                     : "--compare-stores: this backend writes no output with streaming stores (host x86 backends only)");
+  // Every View below is destroyed before this guard finalizes Kokkos (reverse order). Kokkos
+  // (3.4 to 5) takes the --kokkos-* arguments it knows out of argv: one left is a misspelling,
+  // which 3.4 would ignore and later versions only warn of (--kokkos-tool* are the tools').
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  for (int i = 1; i < argc; ++i)
+    if (const std::string a = argv[i]; a.rfind("--kokkos-", 0) == 0 && a.rfind("--kokkos-tool", 0) != 0)
+      throw std::invalid_argument("Kokkos does not know the argument '" + a + "' (--kokkos-help lists those it knows)");
   // The last check: --out is made only for a run that is not refused.
   try {
     if (opt.out.empty()) throw std::invalid_argument("--out names no directory");
@@ -405,9 +410,6 @@ int run(Options opt, int& argc, char** argv) {
     for (const std::string& path : report_paths)
       if (const std::string why = cannot_keep(path); !why.empty()) throw std::invalid_argument(why);
   const std::uint64_t seed = opt.seed_given ? opt.seed : std::random_device{}();
-
-  // Every View below is destroyed before this guard finalizes Kokkos (reverse order).
-  Kokkos::ScopeGuard kokkos(argc, argv);
 
   const std::string pages = opt.pages == "huge" ? use_huge_pages_for_host_views()
                                                 : "system default pages (THP " + transparent_huge_pages_mode() + ", --pages system)";
@@ -560,7 +562,7 @@ int run(Options opt, int& argc, char** argv) {
       char tag[48];
       std::snprintf(tag, sizeof tag, "[%zu/%zu]", k + 1, plan.size());
       try {
-        require_fits_in_memory(exec, p.spec->cost(p.dtype, p.shape).bytes, p.dtype);
+        require_fits_in_memory(exec, p.spec->cost(p.dtype, p.shape).bytes, p.spec->verification_bytes_at(p.dtype, p.shape));
         OpInstance inst = p.spec->make(exec, p.dtype, p.shape, instance_seed(seed, p.spec->name, p.dtype, p.shape, round));
         Result r;
         r.op = p.spec->name;
@@ -772,7 +774,7 @@ int main(int argc, char** argv) {
   app.add_flag("--compare-stores", opt.compare_stores,
                "After the sweep, time each result whose outputs may be streamed again with streaming and with plain stores "
                "side by side (x86 hosts), to choose ROOFTOP_STREAMING_STORE_THRESHOLD");
-  app.allow_extras();  // --kokkos-* arguments are Kokkos's (it ignores names it does not know)
+  app.allow_extras();  // --kokkos-* arguments are Kokkos's (run() refuses those it does not know)
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,7 +5,8 @@
 # of doubles filling 0.7 of the host's memory (its two arrays, its compulsory bytes, 1.4 of it:
 # more than the memory, though half of them is not) refused before anything is allocated
 # beside copy at 2000, and the first run's report kept as report.prev.json beside the second's
-# (and an fp16 copy whose arrays fit but whose float64 verification would not, refused too);
+# (and an fp16 copy and an fp32 embedding whose arrays fit but whose float64 verification would
+# not, refused too);
 # a third run of the refused size alone measures nothing and writes no report over those two.
 # Last, an earlier report that cannot be kept, refused at start-up; bad arguments refused with
 # exit status 2.
@@ -64,6 +65,17 @@ if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
   if(NOT rc EQUAL 1 OR NOT out MATCHES "copy +fp16/${n16} +FAILED: cannot verify: its float64 verification needs at least [0-9.]+ GB of host memory")
     message(FATAL_ERROR "copy fp16 at ${n16} was not refused for its verification's memory (exit status ${rc}):\n${out}\n${err}")
   endif()
+  # fp32 embedding of n / 16 elements per row length: its arrays and float64 copies of them
+  # (8 bytes for each 4) take 0.75 of the memory, but its verification also holds the expected
+  # output and the whole 32000-row table as doubles, so it is refused before allocating too.
+  math(EXPR ne "${memory_kb} * 1024 / 16")
+  execute_process(COMMAND ${rooftop} --quick --ops embedding --dtypes fp32 --sizes ${ne} --out "${OUT}-embedding"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  file(REMOVE_RECURSE "${OUT}-embedding")
+  if(NOT rc EQUAL 1 OR NOT out MATCHES "embedding +fp32/[0-9]+x768 +FAILED: cannot verify: its float64 verification needs at least"
+     OR NOT out MATCHES "embedding +fp32/[0-9]+x4096 +FAILED: cannot verify")
+    message(FATAL_ERROR "embedding at ${ne} was not refused for its verification's memory (exit status ${rc}):\n${out}\n${err}")
+  endif()
   file(READ "${OUT}/report.json" second)
   execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes ${n} --out "${OUT}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -100,7 +112,8 @@ file(REMOVE_RECURSE "${OUT}")
 foreach(case "--sizes;1000,0|--sizes: expected a positive whole number, got '0'"
              "--sizes;1000;--pages;foo|--pages: foo not in" "--sizes;1000;--rounds;x|--rounds: expected a positive whole number, got 'x'"
              "--sizes;1000;--ops;nope|unknown op 'nope'" "--sizes;1000;--ops;copy,,copy|--ops has an empty item in 'copy,,copy'"
-             "--sizes;1000;--ops;copy,|--ops has an empty item in 'copy,'" "--sizes;1000;--kokkos|unknown argument '--kokkos'")
+             "--sizes;1000;--ops;copy,|--ops has an empty item in 'copy,'" "--sizes;1000;--kokkos|unknown argument '--kokkos'"
+             "--sizes;1000;--kokkos-thread=1|Kokkos does not know the argument '--kokkos-thread=1'")
   string(REPLACE "|" ";" parts "${case}")
   list(POP_BACK parts expected)
   if(NOT parts MATCHES "--ops")
