@@ -107,6 +107,7 @@ inline void append_grid_ops(std::vector<OpSpec>& t) {
         return stencil_instance<typename decltype(tag)::type>(e, s, seed);
       });
   detail::size_as_cube(st, 3);
+  st.verification_doubles_per_element = 2;  // in, out, expected out, error scale
   t.push_back(st);
 
   // transpose, tiled and naive: a square matrix whose compulsory bytes are the working set.
@@ -121,6 +122,7 @@ inline void append_grid_ops(std::vector<OpSpec>& t) {
   });
   for (OpSpec* s : {&tiled, &naive}) {
     detail::size_as_cube(*s, 2);
+    s->verification_doubles_per_element = 1.5;  // in, out, expected out
     t.push_back(*s);
   }
 }

@@ -149,6 +149,14 @@ OpInstance rowwise(const Exec& exec, const Shape& shape, std::uint64_t seed, Cos
 
 constexpr double norm_eps = 1e-5;
 
+/// `s` with the doubles per compulsory element its verification holds (OpSpec::
+/// verification_doubles_per_element): 1.5 for `unary` (input, output, expected output), 2 for
+/// `rowwise` and `bias_chain` (and an error scale).
+inline OpSpec verified_with(double doubles_per_element, OpSpec s) {
+  s.verification_doubles_per_element = doubles_per_element;
+  return s;
+}
+
 }  // namespace ml
 
 /// Appends the ML ops to the op table.
@@ -157,20 +165,20 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
   const std::vector<std::int64_t> row_lengths = {768, 4096, 32768};
   auto n_of = [](const Shape& s) { return s[0]; };
 
-  t.push_back(spec("relu", {}, [=](auto tag, const Shape& s) { return relu_cost<typename decltype(tag)::type>(n_of(s)); },
+  t.push_back(verified_with(1.5, spec("relu", {}, [=](auto tag, const Shape& s) { return relu_cost<typename decltype(tag)::type>(n_of(s)); },
                    [=](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
                      return unary<T>(e, s[0], seed, relu_cost<T>(s[0]), [](const Exec& x, auto a, auto o) { rooftop::relu(x, a, o); },
                                      [](double v, std::size_t) { return reference::relu(v); }, 0);
-                   }));
-  t.push_back(spec("gelu", {}, [=](auto tag, const Shape& s) { return gelu_cost<typename decltype(tag)::type>(n_of(s)); },
+                   })));
+  t.push_back(verified_with(1.5, spec("gelu", {}, [=](auto tag, const Shape& s) { return gelu_cost<typename decltype(tag)::type>(n_of(s)); },
                    [=](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
                      return unary<T>(e, s[0], seed, gelu_cost<T>(s[0]), [](const Exec& x, auto a, auto o) { rooftop::gelu(x, a, o); },
                                      [](double v, std::size_t) { return reference::gelu_tanh(v); }, 16);
-                   }));
+                   })));
   // GELU's erf form (PyTorch's default, nn.GELU()), under its own name.
-  t.push_back(spec("gelu_erf", {},
+  t.push_back(verified_with(1.5, spec("gelu_erf", {},
                    [=](auto tag, const Shape& s) { return gelu_cost<typename decltype(tag)::type>(n_of(s), Gelu::erf); },
                    [=](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
@@ -178,14 +186,14 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
                          e, s[0], seed, gelu_cost<T>(s[0], Gelu::erf),
                          [](const Exec& x, auto a, auto o) { rooftop::gelu(x, a, o, Gelu::erf); },
                          [](double v, std::size_t) { return reference::gelu_erf(v); }, 16);
-                   }));
-  t.push_back(spec("silu", {}, [=](auto tag, const Shape& s) { return silu_cost<typename decltype(tag)::type>(n_of(s)); },
+                   })));
+  t.push_back(verified_with(1.5, spec("silu", {}, [=](auto tag, const Shape& s) { return silu_cost<typename decltype(tag)::type>(n_of(s)); },
                    [=](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
                      return unary<T>(e, s[0], seed, silu_cost<T>(s[0]), [](const Exec& x, auto a, auto o) { rooftop::silu(x, a, o); },
                                      [](double v, std::size_t) { return reference::silu(v); }, 8);
-                   }));
-  t.push_back(spec("bias_gelu", row_lengths,
+                   })));
+  t.push_back(verified_with(2, spec("bias_gelu", row_lengths,
                    [](auto tag, const Shape& s) { return bias_gelu_cost<typename decltype(tag)::type>(s[0], s[1]); },
                    [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
@@ -195,8 +203,8 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
                            rooftop::bias_gelu(x, in, bias, out);
                          },
                          0);
-                   }));
-  t.push_back(spec("softmax", row_lengths,
+                   })));
+  t.push_back(verified_with(2, spec("softmax", row_lengths,
                    [](auto tag, const Shape& s) { return softmax_cost<typename decltype(tag)::type>(s[0], s[1]); },
                    [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
@@ -207,9 +215,9 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
                            reference::softmax_row(x, n, y);
                            for (std::int64_t i = 0; i < n; ++i) scale[i] = y[i];
                          });
-                   }));
+                   })));
   // Norm rows are uniform in [1, 3): a mean far from 0 checks the variance's cancellation.
-  t.push_back(spec("layernorm", row_lengths,
+  t.push_back(verified_with(2, spec("layernorm", row_lengths,
                    [](auto tag, const Shape& s) { return layernorm_cost<typename decltype(tag)::type>(s[0], s[1]); },
                    [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
@@ -223,8 +231,8 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
                              scale[i] = std::abs(w[i]) * (1 + std::abs(scale[i])) + std::abs(b[i]);
                            }
                          });
-                   }));
-  t.push_back(spec("rmsnorm", row_lengths,
+                   })));
+  t.push_back(verified_with(2, spec("rmsnorm", row_lengths,
                    [](auto tag, const Shape& s) { return rmsnorm_cost<typename decltype(tag)::type>(s[0], s[1]); },
                    [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
@@ -235,8 +243,8 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
                            reference::rmsnorm_row(x, n, norm_eps, w, y);
                            for (std::int64_t i = 0; i < n; ++i) scale[i] = std::abs(y[i]);
                          });
-                   }));
-  t.push_back(spec("dropout", {}, [=](auto tag, const Shape& s) { return dropout_cost<typename decltype(tag)::type>(n_of(s)); },
+                   })));
+  t.push_back(verified_with(1.5, spec("dropout", {}, [=](auto tag, const Shape& s) { return dropout_cost<typename decltype(tag)::type>(n_of(s)); },
                    [=](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
                      using T = typename decltype(tag)::type;
                      const DropoutMask mask(dropout_p, seed, 0);
@@ -244,7 +252,7 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
                          e, s[0], seed, dropout_cost<T>(s[0]),
                          [seed](const Exec& x, auto a, auto o) { rooftop::dropout(x, a, o, dropout_p, seed); },
                          [mask](double v, std::size_t i) { return mask.keep(i) ? v / mask.keep_probability() : 0.0; }, 2);
-                   }));
+                   })));
   {
     // A vocabulary of 32000 rows (LLaMA's): the table far exceeds the cache, so the gather
     // reads main memory; only the main-memory sweep applies. The ids are uniform, so tokens
@@ -326,8 +334,11 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
             });
       });
   unfused.sizing = by_dtype(fused_cost);
+  // bias_chain's four doubles per element, over its six compulsory elements (x, y and each
+  // intermediate twice).
+  unfused.verification_doubles_per_element = 4.0 / 6;
   t.push_back(unfused);
-  t.push_back(spec(
+  t.push_back(verified_with(2, spec(
       "chain_fused", {4096}, fused_cost,
       [](auto tag, const Exec& e, const Shape& s, std::uint64_t seed) {
         using T = typename decltype(tag)::type;
@@ -337,7 +348,7 @@ inline void append_ml_ops(std::vector<OpSpec>& t) {
               rooftop::bias_gelu_dropout(x, in, bias, out, dropout_p, sd);
             },
             0);
-      }));
+      })));
 }
 
 }  // namespace rooftop::harness

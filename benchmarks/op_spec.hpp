@@ -87,16 +87,21 @@ struct OpSpec {
   /// When set, the shapes `--sizes n` means for such an op (e.g. an n^3 grid, an n x n GEMM).
   std::function<std::vector<Shape>(std::int64_t n)> shapes_of_size;
   /// When set, the host bytes the op's float64 verification holds at once, for ops whose
-  /// reference needs more than their compulsory elements as doubles (a product beside its
-  /// operands, a table of which the compulsory bytes count only the rows gathered).
+  /// reference's memory is no multiple of their compulsory elements (a product beside its
+  /// operands, a table of which the compulsory bytes count only the rows gathered, a sparse
+  /// matrix's product whose entries are not held as doubles).
   std::function<double(DType, const Shape&)> verification_bytes;
+  /// Otherwise, the doubles its verification holds per compulsory element: 1 where it holds
+  /// the op's inputs and outputs (the STREAM ops, reductions, attention), 1.5 where it holds
+  /// the expected output of an input-output pair too, 2 with an error scale per element too.
+  double verification_doubles_per_element = 1;
 
   /// The host bytes its verification after timing holds: `verification_bytes` where set, else
-  /// each compulsory element as a double (a bound from below).
+  /// `verification_doubles_per_element` doubles per compulsory element.
   double verification_bytes_at(DType d, const Shape& shape) const {
     if (verification_bytes) return verification_bytes(d, shape);
     const double element_bytes = dispatch_dtype(d, [](auto tag) { return sizeof(typename decltype(tag)::type); });
-    return cost(d, shape).bytes / element_bytes * sizeof(double);
+    return cost(d, shape).bytes / element_bytes * verification_doubles_per_element * sizeof(double);
   }
 
   /// Shapes whose compulsory bytes are about `working_set` (at least one element or row): the

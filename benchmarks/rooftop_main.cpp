@@ -100,8 +100,9 @@ void report_roof_violations(const std::vector<Result>& results, const Ceilings& 
 /// doubles with a span of 0 and no error; the stencil's first fill then wrote past it: a
 /// segmentation fault.) Then the verification after timing, which holds the op's arrays as
 /// doubles on the host (OpSpec::verification_bytes_at, `verification_bytes`) beside the arrays
-/// themselves where they are in host memory: a size whose verification would be killed for
-/// memory, after minutes of timing, is refused before anything is allocated.
+/// themselves where they are in host memory, against the host memory available now
+/// (host_available_bytes): a size whose verification would be killed for memory, after
+/// minutes of timing, is refused before anything is allocated.
 void require_fits_in_memory(const Exec& exec, double compulsory_bytes, double verification_bytes) {
   const auto [memory, whose] = memory_for_arrays(exec);
   std::ostringstream msg;
@@ -111,12 +112,12 @@ void require_fits_in_memory(const Exec& exec, double compulsory_bytes, double ve
         << memory * 1e-9 << " GB of memory";
     throw std::length_error(msg.str());
   }
-  const double host = host_memory_bytes();
+  const double host = host_available_bytes();
   constexpr bool arrays_on_host = std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
   if (host > 0 && verification_bytes + (arrays_on_host ? compulsory_bytes : 0) > host) {
     msg << "cannot verify: its float64 verification needs at least " << verification_bytes * 1e-9 << " GB of host memory";
     if (arrays_on_host) msg << " beside its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes";
-    msg << ", more than the host's " << host * 1e-9 << " GB";
+    msg << ", more than the " << host * 1e-9 << " GB the host has available (of " << host_memory_bytes() * 1e-9 << " GB)";
     throw std::length_error(msg.str());
   }
 }

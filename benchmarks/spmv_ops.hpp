@@ -95,6 +95,19 @@ inline void append_spmv_ops(std::vector<OpSpec>& t) {
         return spmv_op::make<typename decltype(tag)::type>(e, shape, seed);
       });
   detail::size_as_cube(s, 3);
+  // x, y, and the reference's want, scale and length per row, plus host copies of A where
+  // its memory is not the host's.
+  s.verification_bytes = [](DType d, const Shape& shape) {
+    rooftop::detail::require_grid_points("spmv", shape[0], shape[1], shape[2]);
+    const double rows = static_cast<double>(shape[0] * shape[1] * shape[2]);
+    const double matrix = dispatch_dtype(d, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return static_cast<double>(laplacian_3d_nnz(shape[0], shape[1], shape[2])) * (sizeof(T) + sizeof(spmv_op::Index)) +
+             (rows + 1) * sizeof(spmv_op::Index);
+    });
+    constexpr bool matrix_on_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, BackendMemory>::accessible;
+    return 5 * rows * sizeof(double) + (matrix_on_host ? 0 : matrix);
+  };
   t.push_back(s);
 }
 

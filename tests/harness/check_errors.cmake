@@ -5,8 +5,8 @@
 # of doubles filling 0.7 of the host's memory (its two arrays, its compulsory bytes, 1.4 of it:
 # more than the memory, though half of them is not) refused before anything is allocated
 # beside copy at 2000, and the first run's report kept as report.prev.json beside the second's
-# (and an fp16 copy and an fp32 embedding whose arrays fit but whose float64 verification would
-# not, refused too);
+# (and an fp16 copy, an fp32 embedding and an fp32 softmax whose arrays fit but whose float64
+# verification would not, refused too);
 # a third run of the refused size alone measures nothing and writes no report over those two.
 # Last, an earlier report that cannot be kept, refused at start-up; bad arguments refused with
 # exit status 2.
@@ -75,6 +75,17 @@ if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
   if(NOT rc EQUAL 1 OR NOT out MATCHES "embedding +fp32/[0-9]+x768 +FAILED: cannot verify: its float64 verification needs at least"
      OR NOT out MATCHES "embedding +fp32/[0-9]+x4096 +FAILED: cannot verify")
     message(FATAL_ERROR "embedding at ${ne} was not refused for its verification's memory (exit status ${rc}):\n${out}\n${err}")
+  endif()
+  # fp32 softmax of n / 36 elements: its arrays take 0.22 of the memory and as doubles 0.44,
+  # but its verification also holds the expected output and an error scale per element (1.1
+  # of the memory in all), so it is refused before allocating too.
+  math(EXPR ns "${memory_kb} * 1024 / 36")
+  execute_process(COMMAND ${rooftop} --quick --ops softmax --dtypes fp32 --sizes ${ns} --out "${OUT}-softmax"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  file(REMOVE_RECURSE "${OUT}-softmax")
+  if(NOT rc EQUAL 1 OR NOT out MATCHES "softmax +fp32/[0-9]+x768 +FAILED: cannot verify: its float64 verification needs at least"
+     OR NOT out MATCHES "softmax +fp32/[0-9]+x32768 +FAILED: cannot verify")
+    message(FATAL_ERROR "softmax at ${ns} was not refused for its verification's memory (exit status ${rc}):\n${out}\n${err}")
   endif()
   file(READ "${OUT}/report.json" second)
   execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes ${n} --out "${OUT}"
