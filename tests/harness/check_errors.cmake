@@ -37,6 +37,23 @@ string(JSON measured GET "${json}" errors 0 rounds_measured)
 if(NOT errors EQUAL 1 OR NOT shape STREQUAL "1000000000000000" OR NOT error MATCHES "allocate" OR NOT measured EQUAL 0)
   message(FATAL_ERROR "expected copy at 10^15 under errors in report.json:\n${json}")
 endif()
+# `rooftop --quick --ops <op> --dtypes <dtype> --sizes <size>` must exit with status 1, each
+# shape given after the size (a regular expression) refused for its float64 verification's
+# memory before anything is allocated.
+function(expect_verification_refused op dtype size)
+  execute_process(COMMAND ${rooftop} --quick --ops ${op} --dtypes ${dtype} --sizes ${size} --out "${OUT}-${op}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  file(REMOVE_RECURSE "${OUT}-${op}")
+  set(refused TRUE)
+  foreach(shape IN LISTS ARGN)
+    if(NOT out MATCHES "${op} +${dtype}/${shape} +FAILED: cannot verify: its float64 verification needs at least [0-9.]+ GB of host memory")
+      set(refused FALSE)
+    endif()
+  endforeach()
+  if(NOT rc EQUAL 1 OR NOT refused OR ARGC LESS 4)
+    message(FATAL_ERROR "${op} ${dtype} at ${size} was not refused for its verification's memory (exit status ${rc}):\n${out}\n${err}")
+  endif()
+endfunction()
 file(READ /proc/meminfo meminfo)
 if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
   set(memory_kb ${CMAKE_MATCH_1})
@@ -59,34 +76,17 @@ if(meminfo MATCHES "MemTotal: +([0-9]+) kB")
   # fp16 copy whose arrays take 0.3 of the memory: they fit, but its float64 verification
   # (8 bytes for each 2 of theirs) would not, so it is refused before allocating too.
   math(EXPR n16 "${memory_kb} * 1024 * 3 / 40")
-  execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp16 --sizes ${n16} --out "${OUT}-fp16"
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  file(REMOVE_RECURSE "${OUT}-fp16")
-  if(NOT rc EQUAL 1 OR NOT out MATCHES "copy +fp16/${n16} +FAILED: cannot verify: its float64 verification needs at least [0-9.]+ GB of host memory")
-    message(FATAL_ERROR "copy fp16 at ${n16} was not refused for its verification's memory (exit status ${rc}):\n${out}\n${err}")
-  endif()
+  expect_verification_refused(copy fp16 ${n16} ${n16})
   # fp32 embedding of n / 16 elements per row length: its arrays and float64 copies of them
   # (8 bytes for each 4) take 0.75 of the memory, but its verification also holds the expected
   # output and the whole 32000-row table as doubles, so it is refused before allocating too.
   math(EXPR ne "${memory_kb} * 1024 / 16")
-  execute_process(COMMAND ${rooftop} --quick --ops embedding --dtypes fp32 --sizes ${ne} --out "${OUT}-embedding"
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  file(REMOVE_RECURSE "${OUT}-embedding")
-  if(NOT rc EQUAL 1 OR NOT out MATCHES "embedding +fp32/[0-9]+x768 +FAILED: cannot verify: its float64 verification needs at least"
-     OR NOT out MATCHES "embedding +fp32/[0-9]+x4096 +FAILED: cannot verify")
-    message(FATAL_ERROR "embedding at ${ne} was not refused for its verification's memory (exit status ${rc}):\n${out}\n${err}")
-  endif()
+  expect_verification_refused(embedding fp32 ${ne} "[0-9]+x768" "[0-9]+x4096")
   # fp32 softmax of n / 36 elements: its arrays take 0.22 of the memory and as doubles 0.44,
   # but its verification also holds the expected output and an error scale per element (1.1
   # of the memory in all), so it is refused before allocating too.
   math(EXPR ns "${memory_kb} * 1024 / 36")
-  execute_process(COMMAND ${rooftop} --quick --ops softmax --dtypes fp32 --sizes ${ns} --out "${OUT}-softmax"
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  file(REMOVE_RECURSE "${OUT}-softmax")
-  if(NOT rc EQUAL 1 OR NOT out MATCHES "softmax +fp32/[0-9]+x768 +FAILED: cannot verify: its float64 verification needs at least"
-     OR NOT out MATCHES "softmax +fp32/[0-9]+x32768 +FAILED: cannot verify")
-    message(FATAL_ERROR "softmax at ${ns} was not refused for its verification's memory (exit status ${rc}):\n${out}\n${err}")
-  endif()
+  expect_verification_refused(softmax fp32 ${ns} "[0-9]+x768" "[0-9]+x4096" "[0-9]+x32768")
   file(READ "${OUT}/report.json" second)
   execute_process(COMMAND ${rooftop} --quick --ops copy --dtypes fp64 --sizes ${n} --out "${OUT}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
