@@ -35,6 +35,24 @@
 
 namespace rooftop::harness {
 
+namespace detail {
+
+/// The value of the first "Key: N kB" line of a Linux /proc file (/proc/meminfo,
+/// /proc/self/smaps_rollup) whose key is `key` (with its colon), in KiB, or -1 where the file
+/// or the line is missing or does not parse.
+inline long long kib_field(const char* path, const std::string& key) {
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind(key, 0) == 0) {
+      long long kib = -1;
+      std::istringstream(line.substr(key.size())) >> kib;
+      return kib;
+    }
+  return -1;
+}
+
+}  // namespace detail
+
 /// The host's physical memory in bytes, or 0 where it cannot be read: the bound that sizes
 /// beyond the memory are refused against before anything is allocated.
 inline double host_memory_bytes() {
@@ -51,14 +69,18 @@ inline double host_memory_bytes() {
 /// host_memory_bytes(): what a verification can count on, where the physical memory is more
 /// than any one process gets (a 25.3 GB VM killed a 24.4 GB process for memory).
 inline double host_available_bytes() {
-  std::ifstream f("/proc/meminfo");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("MemAvailable:", 0) == 0) {
-      long long kib = -1;
-      std::istringstream(line.substr(13)) >> kib;
-      if (kib > 0) return static_cast<double>(kib) * 1024;
-    }
-  return host_memory_bytes();
+  const long long kib = detail::kib_field("/proc/meminfo", "MemAvailable:");
+  return kib > 0 ? static_cast<double>(kib) * 1024 : host_memory_bytes();
+}
+
+/// "the 24.6 GB the host has available (of 25.3 GB)": `available` (host_available_bytes) and
+/// the physical memory, in the words a refusal for memory gives them.
+inline std::string host_available_words(double available) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(1);
+  s << "the " << available * 1e-9 << " GB the host has available (of " << host_memory_bytes() * 1e-9 << " GB)";
+  return s.str();
 }
 
 /// Linux's transparent huge page mode ("always", "madvise" or "never"), or "unknown".
@@ -72,14 +94,8 @@ inline std::string transparent_huge_pages_mode() {
 
 /// Bytes of this process's anonymous memory now in transparent huge pages, or -1 if unknown.
 inline long long anon_huge_page_bytes() {
-  std::ifstream f("/proc/self/smaps_rollup");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("AnonHugePages:", 0) == 0) {
-      long long kib = -1;
-      std::istringstream(line.substr(14)) >> kib;
-      return kib < 0 ? -1 : kib * 1024;
-    }
-  return -1;
+  const long long kib = detail::kib_field("/proc/self/smaps_rollup", "AnonHugePages:");
+  return kib < 0 ? -1 : kib * 1024;
 }
 
 namespace detail {

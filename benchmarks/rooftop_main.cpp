@@ -117,7 +117,7 @@ void require_fits_in_memory(const Exec& exec, double compulsory_bytes, double ve
   if (host > 0 && verification_bytes + (arrays_on_host ? compulsory_bytes : 0) > host) {
     msg << "cannot verify: its float64 verification needs at least " << verification_bytes * 1e-9 << " GB of host memory";
     if (arrays_on_host) msg << " beside its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes";
-    msg << ", more than the " << host * 1e-9 << " GB the host has available (of " << host_memory_bytes() * 1e-9 << " GB)";
+    msg << ", more than " << host_available_words(host);
     throw std::length_error(msg.str());
   }
 }
