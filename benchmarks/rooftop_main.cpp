@@ -101,8 +101,8 @@ void report_roof_violations(const std::vector<Result>& results, const Ceilings& 
 /// segmentation fault.) Then the verification after timing, which holds the op's arrays as
 /// doubles on the host (OpSpec::verification_bytes_at, `verification_bytes`) beside the arrays
 /// themselves where they are in host memory, against the host memory available now
-/// (host_available_bytes): a size whose verification would be killed for memory, after
-/// minutes of timing, is refused before anything is allocated.
+/// (host_available_bytes) less process_reserve_bytes: a size whose verification would be
+/// killed for memory, after minutes of timing, is refused before anything is allocated.
 void require_fits_in_memory(const Exec& exec, double compulsory_bytes, double verification_bytes) {
   const auto [memory, whose] = memory_for_arrays(exec);
   std::ostringstream msg;
@@ -114,7 +114,7 @@ void require_fits_in_memory(const Exec& exec, double compulsory_bytes, double ve
   }
   const double host = host_available_bytes();
   constexpr bool arrays_on_host = std::is_same_v<typename Exec::memory_space, Kokkos::HostSpace>;
-  if (host > 0 && verification_bytes + (arrays_on_host ? compulsory_bytes : 0) > host) {
+  if (host > 0 && verification_bytes + (arrays_on_host ? compulsory_bytes : 0) + process_reserve_bytes > host) {
     msg << "cannot verify: its float64 verification needs at least " << verification_bytes * 1e-9 << " GB of host memory";
     if (arrays_on_host) msg << " beside its " << compulsory_bytes * 1e-9 << " GB of compulsory bytes";
     msg << ", more than " << host_available_words(host);
